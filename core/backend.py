@@ -1,0 +1,202 @@
+"""The contract between the task engine and a coding-agent backend.
+
+A backend turns "one user turn in one session" into an ordered stream of neutral events. This
+module is the only thing wrappers import from the engine side; it imports nothing from the
+rest of `core`, so a backend never sees wire types or HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class TextContent:
+    text: str
+
+
+@dataclass(frozen=True)
+class FileContent:
+    """A file, inline (`data`) or by reference (`url`); exactly one is set."""
+
+    data: bytes | None = None
+    url: str | None = None
+    name: str | None = None
+    media_type: str | None = None
+
+
+@dataclass(frozen=True)
+class DataContent:
+    data: Any
+
+
+Content = TextContent | FileContent | DataContent
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One user turn: what the backend must answer, and where it belongs.
+
+    `session_id` is the backend session to resume, or None to start a new one. `deadline` is a
+    wall-clock bound the engine also enforces; a backend may use it to size its own timeouts.
+    """
+
+    principal: str
+    context_id: str
+    task_id: str
+    message_id: str
+    session_id: str | None
+    parts: tuple[Content, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    deadline: datetime | None = None
+
+    @property
+    def text(self) -> str:
+        """The text parts joined by blank lines (what most agents take as the prompt)."""
+        return "\n\n".join(p.text for p in self.parts if isinstance(p, TextContent))
+
+
+@dataclass(frozen=True)
+class SessionBound:
+    """The backend session serving this turn; emit it as soon as it is known."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Text:
+    """A complete piece of the agent's answer (the final text of the turn, usually)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A human-readable progress note; becomes a WORKING status update, never stored."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    input: Any
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    output: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    kind: Literal["add", "modify", "delete"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactOut:
+    """An output artifact. With `append`, the parts extend the artifact of the same id."""
+
+    parts: tuple[Content, ...]
+    artifact_id: str | None = None
+    name: str | None = None
+    append: bool = False
+    last_chunk: bool = False
+
+
+@dataclass(frozen=True)
+class DirectReply:
+    """Answer with a single Message and no task. Only honoured as the first event of the
+    first turn of a task that no caller has seen yet; otherwise it completes the task."""
+
+    parts: tuple[Content, ...]
+
+
+@dataclass(frozen=True)
+class NeedsInput:
+    """The agent waits for the user: the task becomes INPUT_REQUIRED (or AUTH_REQUIRED)."""
+
+    question: str
+    kind: Literal["input", "auth"] = "input"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The turn failed. `kind="rejected"` means the agent refused the task."""
+
+    kind: Literal["error", "rejected", "unavailable", "timeout"]
+    message: str
+
+
+BackendEvent = (
+    SessionBound
+    | TextDelta
+    | Text
+    | Reasoning
+    | Progress
+    | ToolCall
+    | ToolResult
+    | FileChange
+    | Usage
+    | ArtifactOut
+    | DirectReply
+    | NeedsInput
+    | Failed
+)
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    detail: str = ""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A coding agent behind the daemon.
+
+    Concurrency: the engine runs at most one turn per (principal, contextId) at a time, but
+    turns of different contexts run concurrently. `run_turn` is consumed by one task; the end of
+    the iterator is the end of the turn. To stop a turn (client cancel, deadline, shutdown) the
+    engine cancels the consumer of `run_turn` and then calls `interrupt(turn)`, which must
+    really stop the agent before returning.
+    """
+
+    name: str
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]: ...
+
+    async def interrupt(self, turn: Turn) -> None: ...
+
+    async def drop_session(self, session_id: str) -> None: ...
+
+    async def health(self) -> Health: ...

@@ -1,0 +1,97 @@
+"""The application factory. The app owns every resource through `cleanup_ctx`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import anyio
+import structlog
+from aiohttp import web
+
+from core import registry
+from core.backend import Backend
+from core.server import jsonrpc
+from core.server.card import CardProvider
+from core.server.keys import CARD, SERVICE, SETTINGS
+from core.settings import Settings
+from core.tasks.service import TaskService
+from core.tasks.sqlite_store import SqliteTaskStore
+from core.tasks.store import InMemoryTaskStore, TaskStore
+
+log = structlog.get_logger(__name__)
+
+WELL_KNOWN_CARD = "/.well-known/agent-card.json"
+LEGACY_CARD = "/.well-known/agent.json"
+
+
+def build_store(settings: Settings) -> TaskStore:
+    if settings.storage.kind == "memory":
+        return InMemoryTaskStore()
+    return SqliteTaskStore(settings.storage.resolved_path())
+
+
+def create_app(
+    settings: Settings,
+    *,
+    backend: Backend | None = None,
+    store: TaskStore | None = None,
+) -> web.Application:
+    """Build the daemon's app. `backend`/`store` default to what the settings name."""
+    app = web.Application(client_max_size=settings.server.max_body_bytes + 1)
+    app[SETTINGS] = settings
+    app[CARD] = CardProvider(settings)
+    storage = settings.storage
+    service = TaskService(
+        store or build_store(settings),
+        backend or registry.create_backend(settings.backend, settings.backend_options()),
+        shutdown_timeout=settings.server.shutdown_timeout / 1000,
+        retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
+        sweep_interval=storage.sweep_interval / 1000,
+    )
+    app[SERVICE] = service
+    app.cleanup_ctx.append(_service_lifecycle)
+
+    card = app[CARD].handle
+    app.router.add_get(WELL_KNOWN_CARD, card)
+    app.router.add_get(LEGACY_CARD, card)
+    for path in ("/a2a/jsonrpc", "/a2a/jsonrpc/", "/"):
+        app.router.add_post(path, jsonrpc.handle)
+    app.router.add_get("/healthz", _health)
+    return app
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
+    """Run the task service in a task of its own.
+
+    aiohttp may run startup and cleanup in different tasks; an anyio task group must be entered
+    and left in one, so the service lives in a dedicated task and is stopped by an event.
+    """
+    ready, stop = anyio.Event(), anyio.Event()
+    failure: list[BaseException] = []
+
+    async def serve() -> None:
+        try:
+            async with app[SERVICE].running():
+                ready.set()
+                await stop.wait()
+        except Exception as exc:
+            failure.append(exc)
+            ready.set()
+            raise
+
+    task = asyncio.create_task(serve(), name="a2a-wrapper-service")
+    await ready.wait()
+    if failure:
+        await asyncio.gather(task, return_exceptions=True)
+        raise failure[0]
+    try:
+        yield
+    finally:
+        stop.set()
+        await task

@@ -1,0 +1,37 @@
+"""What a method handler receives and may return, shared by every binding and dialect."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from core.tasks.service import TaskService
+from core.wire.errors import from_validation
+
+ANONYMOUS = "anonymous"
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Call:
+    service: TaskService
+    principal: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """A streaming result: already-encoded events (dialect-specific dicts), in order."""
+
+    events: AsyncIterator[dict[str, Any]]
+
+
+def parse(model: type[M], params: dict[str, Any], prefix: str = "") -> M:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise from_validation(exc, prefix) from exc

@@ -1,0 +1,72 @@
+"""The agent card route: `/.well-known/agent-card.json` (and the legacy `agent.json`).
+
+URLs in the card follow the request's host (or `server.publicUrl`), so a daemon reached through
+any address advertises an address that works. Caching: Cache-Control max-age, a weak ETag
+(304 on If-None-Match) and Last-Modified (the time the daemon loaded its config).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+
+from aiohttp import web
+
+from core.settings import Settings
+from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag
+
+INTERFACES = [
+    Interface(JSONRPC_PATH, "JSONRPC", "1.0"),
+]
+del REST_PATH
+
+
+class CardProvider:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._loaded = datetime.now(UTC).replace(microsecond=0)
+        self._card = settings.agent_card.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"max_age", "extensions"}
+        )
+        self._extensions = [
+            e.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for e in settings.agent_card.extensions
+        ]
+
+    @property
+    def required_extensions(self) -> frozenset[str]:
+        return frozenset(e.uri for e in self._settings.agent_card.extensions if e.required)
+
+    def base_url(self, request: web.Request) -> str:
+        server = self._settings.server
+        if server.public_url:
+            return server.public_url.rstrip("/")
+        scheme, host = request.scheme, request.host
+        if server.trust_forwarded_headers:
+            scheme = request.headers.get("X-Forwarded-Proto", scheme).split(",")[0].strip()
+            host = request.headers.get("X-Forwarded-Host", host).split(",")[0].strip()
+        return f"{scheme}://{host}"
+
+    def document(self, request: web.Request) -> dict[str, Any]:
+        return card_document(
+            self._card,
+            self.base_url(request),
+            INTERFACES,
+            streaming=True,
+            push_notifications=False,
+            extended_card=False,
+            extensions=self._extensions,
+        )
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        doc = self.document(request)
+        tag = etag(doc)
+        headers = {
+            "Cache-Control": f"public, max-age={self._settings.agent_card.max_age}",
+            "ETag": tag,
+            "Last-Modified": format_datetime(self._loaded, usegmt=True),
+        }
+        if tag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
+            return web.Response(status=304, headers=headers)
+        return web.json_response(doc, headers=headers)

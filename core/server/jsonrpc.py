@@ -1,0 +1,76 @@
+"""The JSON-RPC binding: `POST /a2a/jsonrpc` (also `/a2a/jsonrpc/` and `/`).
+
+Always HTTP 200 with a JSON-RPC body, errors included. The dialect is chosen by the method
+name, then `A2A-Version` is checked against it. A streaming method's errors before its first
+event are a plain JSON-RPC reply; after it, one error event and the stream closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from core.server import rpc_v1
+from core.server.body import read_json_body
+from core.server.calls import ANONYMOUS, Call, Streaming
+from core.server.errors import as_daemon_error
+from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.negotiation import check_extensions, request_version
+from core.server.sse import frame, stream_events
+from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
+from core.wire.jsonrpc import EnvelopeError, RequestId, failure, parse_request, success
+from core.wire.versions import V1_0, require
+
+log = structlog.get_logger(__name__)
+
+
+def _reply(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> web.Response:
+    error = as_daemon_error(exc, debug=debug)
+    return web.json_response(failure(request_id, jsonrpc_error(error, dialect)))
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    settings = request.app[SETTINGS]
+    debug = settings.server.debug_errors
+    try:
+        rpc = parse_request(await read_json_body(request))
+    except EnvelopeError as exc:
+        return _reply(exc.request_id, exc.error, "1.0", debug)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
+        return _reply(None, exc, "1.0", debug)
+
+    dialect: Dialect = "1.0"
+    structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
+    try:
+        handler = rpc_v1.METHODS.get(rpc.method)
+        if handler is None:
+            raise MethodNotFoundError(f"Method not found: {rpc.method}")
+        require(request_version(request), V1_0)
+        check_extensions(request, request.app[CARD].required_extensions)
+        result = await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
+        return _reply(rpc.id, exc, dialect, debug)
+    finally:
+        structlog.contextvars.unbind_contextvars("rpc_method")
+
+    if isinstance(result, Streaming):
+        return await stream_events(
+            request,
+            _frames(rpc.id, result.events, dialect, debug),
+            ping_interval=settings.server.sse_ping_interval / 1000,
+        )
+    return web.json_response(success(rpc.id, result))
+
+
+async def _frames(
+    request_id: RequestId, events: AsyncIterator[dict[str, Any]], dialect: Dialect, debug: bool
+) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            yield frame(success(request_id, event))
+    except Exception as exc:  # noqa: BLE001 - after the first byte an error is one final event
+        error = failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect))
+        yield frame(error, event="error" if dialect == "1.0" else None)

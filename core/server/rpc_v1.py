@@ -1,0 +1,81 @@
+"""A2A v1.0 operations: decode params into v1 models, call the service, encode the result."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from core.server.calls import Call, Streaming, parse
+from core.tasks.service import EventStream
+from core.wire.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError
+from core.wire.models import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
+
+Result = dict[str, Any] | None | Streaming
+Handler = Callable[[Call], Awaitable[Result]]
+
+
+async def _events(stream: EventStream) -> AsyncIterator[dict[str, Any]]:
+    async for event in stream:
+        yield event.dump()
+
+
+async def send_message(call: Call) -> Result:
+    request = parse(SendMessageRequest, call.params)
+    outcome = await call.service.send(call.principal, request)
+    key = "message" if isinstance(outcome, Message) else "task"
+    return {key: outcome.dump()}
+
+
+async def send_streaming_message(call: Call) -> Result:
+    request = parse(SendMessageRequest, call.params)
+    return Streaming(_events(await call.service.stream(call.principal, request)))
+
+
+async def get_task(call: Call) -> Result:
+    request = parse(GetTaskRequest, call.params)
+    return (await call.service.get(call.principal, request)).dump()
+
+
+async def list_tasks(call: Call) -> Result:
+    request = parse(ListTasksRequest, call.params)
+    return (await call.service.list(call.principal, request)).dump()
+
+
+async def cancel_task(call: Call) -> Result:
+    request = parse(CancelTaskRequest, call.params)
+    return (await call.service.cancel(call.principal, request)).dump()
+
+
+async def subscribe_to_task(call: Call) -> Result:
+    request = parse(SubscribeToTaskRequest, call.params)
+    return Streaming(_events(await call.service.subscribe(call.principal, request.id)))
+
+
+async def push_not_supported(call: Call) -> Result:
+    raise PushNotificationNotSupportedError
+
+
+async def extended_card(call: Call) -> Result:
+    raise ExtendedAgentCardNotConfiguredError
+
+
+METHODS: dict[str, Handler] = {
+    "SendMessage": send_message,
+    "SendStreamingMessage": send_streaming_message,
+    "GetTask": get_task,
+    "ListTasks": list_tasks,
+    "CancelTask": cancel_task,
+    "SubscribeToTask": subscribe_to_task,
+    "CreateTaskPushNotificationConfig": push_not_supported,
+    "GetTaskPushNotificationConfig": push_not_supported,
+    "ListTaskPushNotificationConfigs": push_not_supported,
+    "DeleteTaskPushNotificationConfig": push_not_supported,
+    "GetExtendedAgentCard": extended_card,
+}

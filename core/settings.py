@@ -1,0 +1,228 @@
+"""The one Settings model: the only reader of the config file and the environment.
+
+Precedence: defaults < JSON file < environment (`A2A_WRAPPER__SERVER__PORT=…`) < CLI flags.
+Keys are camelCase; unknown keys and wrong types are errors that name the key path.
+`${VAR}` and `${VAR:-default}` are substituted in every string of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "A2A_WRAPPER__"
+
+
+class ConfigError(ValueError):
+    """The configuration is unusable; the message names the key path."""
+
+
+class Block(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class SkillSettings(Block):
+    id: str
+    name: str
+    description: str
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
+
+
+class ProviderSettings(Block):
+    organization: str
+    url: str
+
+
+class ExtensionSettings(Block):
+    uri: str
+    description: str | None = None
+    required: bool = False
+    params: dict[str, JsonValue] | None = None
+
+
+class AgentCardSettings(Block):
+    name: str = "a2a-wrapper"
+    description: str = "A coding agent served over A2A"
+    version: str = "0.1.0"
+    documentation_url: str | None = None
+    icon_url: str | None = None
+    provider: ProviderSettings | None = None
+    default_input_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    default_output_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
+    skills: list[SkillSettings] = Field(default_factory=list)
+    extensions: list[ExtensionSettings] = Field(default_factory=list)
+    max_age: int = Field(default=300, ge=0, description="Cache-Control max-age of the card (s)")
+
+
+class ServerSettings(Block):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    public_url: str | None = Field(
+        default=None, description="Base URL advertised in the card; default: from each request"
+    )
+    trust_forwarded_headers: bool = Field(
+        default=False, description="Honour X-Forwarded-Proto/Host when building card URLs"
+    )
+    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    sse_ping_interval: int = Field(default=15000, ge=100, description="ms")
+    debug_errors: bool = False
+    shutdown_timeout: int = Field(default=10000, ge=0, description="ms")
+
+
+class StorageSettings(Block):
+    kind: Literal["sqlite", "memory"] = "sqlite"
+    path: Path | None = None
+    retention: int = Field(
+        default=7 * 24 * 3600 * 1000, ge=0, description="ms a terminal task is kept; 0 = forever"
+    )
+    sweep_interval: int = Field(default=3600 * 1000, ge=0, description="ms; 0 disables")
+
+    def resolved_path(self) -> Path:
+        if self.path is not None:
+            return self.path.expanduser()
+        state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(state) / "a2a-wrapper" / "tasks.sqlite3"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        case_sensitive=False,
+    )
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    backend: str
+    agent_card: AgentCardSettings = Field(default_factory=AgentCardSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    options: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Options passed to a third-party backend"
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init carries CLI flags merged over the file; env sits between them (see load()).
+        return (init_settings,)
+
+    def backend_options(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _substitute(value: Any, path: str) -> Any:
+    if isinstance(value, str):
+
+        def repl(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in os.environ:
+                return os.environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{path}: environment variable {name} is not set")
+
+        return _VAR.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _camel_key(key: str) -> str:
+    return to_camel(key.lower())
+
+
+def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+    """`A2A_WRAPPER__SERVER__PORT=9` -> {"server": {"port": 9}} (values parsed as JSON if they can be)."""
+    out: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        keys = [_camel_key(k) for k in name[len(ENV_PREFIX) :].split("__") if k]
+        if not keys:
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        node = out
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    return out
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors(include_url=False):
+        path = ".".join(str(p) for p in err["loc"])
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"{path}: {msg}")
+    return "; ".join(lines)
+
+
+def load(
+    path: Path | None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Build Settings from a JSON file, the environment and CLI overrides (highest wins)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the config must be a JSON object")
+        data = _substitute(loaded, "")
+    data = _merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
+    data = _merge(data, overrides or {})
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from exc
+
+
+__all__ = ["ConfigError", "Settings", "load"]

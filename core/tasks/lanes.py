@@ -1,0 +1,52 @@
+"""Per-(principal, contextId) turn lanes: one turn at a time per context, FIFO, bounded.
+
+A coding-agent session cannot take two turns at once, so turns of one context queue here;
+turns of different contexts run in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+
+from core.wire.errors import UnsupportedOperationError
+
+
+class LaneFullError(UnsupportedOperationError):
+    default_message = "Too many turns are queued for this context; retry later"
+
+
+@dataclass
+class Lane:
+    lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=False))
+    holders: int = 0
+
+
+class TurnLanes:
+    def __init__(self, max_queued: int = 16) -> None:
+        self._lanes: dict[tuple[str, str], Lane] = {}
+        self._max_queued = max_queued
+
+    def reserve(self, principal: str, context_id: str) -> Lane:
+        """Take a place in the lane now (raising LaneFullError when the queue is full)."""
+        key = (principal, context_id)
+        lane = self._lanes.setdefault(key, Lane())
+        if lane.holders > self._max_queued:
+            raise LaneFullError
+        lane.holders += 1
+        return lane
+
+    @asynccontextmanager
+    async def turn(self, principal: str, context_id: str, lane: Lane) -> AsyncIterator[None]:
+        """Wait for the lane reserved with `reserve()`, hold it for the body, then release."""
+        key = (principal, context_id)
+        try:
+            async with lane.lock:
+                yield
+        finally:
+            lane.holders -= 1
+            if lane.holders == 0 and self._lanes.get(key) is lane:
+                del self._lanes[key]

@@ -1,0 +1,123 @@
+"""The live state of one task while a turn is queued or running, or while someone watches it.
+
+A `TaskRun` owns the task's latest snapshot and its broker. Every change goes through it, so
+the snapshot, the persisted copy and what subscribers see never disagree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import anyio
+
+from core.tasks.broker import TaskBroker
+from core.tasks.store import TaskStore
+from core.wire.base import utcnow
+from core.wire.enums import Role, TaskState
+from core.wire.models import (
+    Artifact,
+    Message,
+    Part,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+
+def agent_message(task: Task, parts: list[Part]) -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        context_id=task.context_id,
+        task_id=task.id,
+        role=Role.AGENT,
+        parts=parts,
+    )
+
+
+@dataclass(eq=False)
+class TaskRun:
+    principal: str
+    task: Task
+    store: TaskStore
+    broker: TaskBroker = field(default_factory=TaskBroker)
+    announced: bool = False
+    running: bool = False
+    first_turn: bool = True
+    reply: Message | None = None
+    scope: anyio.CancelScope | None = None
+    finished: anyio.Event = field(default_factory=anyio.Event)
+    stop_reason: str | None = None
+
+    def snapshot(self) -> Task:
+        return self.task.model_copy(deep=True)
+
+    def announce(self) -> None:
+        """Make the task visible to stream subscribers (first event: the Task snapshot)."""
+        if not self.announced:
+            self.announced = True
+            self.broker.publish(StreamResponse(task=self.snapshot()))
+
+    async def set_status(self, state: TaskState, message: Message | None = None) -> None:
+        self.announce()
+        previous = self.task.status
+        if previous.message is not None:
+            self.task.history = [*(self.task.history or []), previous.message]
+        self.task.status = TaskStatus(state=state, message=message, timestamp=utcnow())
+        self.broker.publish(
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=self.task.id,
+                    context_id=self.task.context_id,
+                    status=self.task.status.model_copy(deep=True),
+                )
+            )
+        )
+        await self.store.save(self.principal, self.task)
+        if state.terminal:
+            self.broker.close()
+
+    def progress(self, text: str) -> None:
+        """A WORKING update carrying a note; published, never stored."""
+        self.announce()
+        status = TaskStatus(
+            state=TaskState.WORKING,
+            message=agent_message(self.task, [Part(text=text)]),
+            timestamp=utcnow(),
+        )
+        self.broker.publish(
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=self.task.id, context_id=self.task.context_id, status=status
+                )
+            )
+        )
+
+    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        self.announce()
+        artifacts = list(self.task.artifacts or [])
+        existing = next(
+            (i for i, a in enumerate(artifacts) if a.artifact_id == artifact.artifact_id), None
+        )
+        if append and existing is not None:
+            merged = artifacts[existing].model_copy(deep=True)
+            merged.parts = [*merged.parts, *artifact.parts]
+            artifacts[existing] = merged
+        elif existing is not None:
+            artifacts[existing] = artifact
+        else:
+            artifacts.append(artifact)
+        self.task.artifacts = artifacts
+        self.broker.publish(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=self.task.id,
+                    context_id=self.task.context_id,
+                    artifact=artifact,
+                    append=append or None,
+                    last_chunk=last_chunk or None,
+                )
+            )
+        )

@@ -1,0 +1,406 @@
+"""The task service: every A2A task operation, in v1 terms, independent of binding and dialect.
+
+Rules implemented here (A2A v1.0 §3.1, §3.4; a2a-protocol.md §8): server-made task ids;
+contextId inferred from the task and checked against it; INPUT_REQUIRED/AUTH_REQUIRED tasks
+continue with the same id; terminal tasks are immutable; blocking waits for a terminal or
+interrupted state; a dropped client never cancels work (turns run in the service's own task
+group, not in the request).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from core.backend import Backend, Turn
+from core.tasks.broker import Subscription
+from core.tasks.content import part_to_content
+from core.tasks.lanes import Lane, TurnLanes
+from core.tasks.run import TaskRun, agent_message
+from core.tasks.runner import WRAPPER_METADATA_KEY, TurnRunner
+from core.tasks.store import TaskQuery, TaskStore
+from core.wire.base import utcnow
+from core.wire.enums import TaskState
+from core.wire.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from core.wire.models import (
+    DEFAULT_PAGE_SIZE,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskStatus,
+)
+
+log = structlog.get_logger(__name__)
+
+RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; send it again."
+SHUTDOWN_REASON = "The a2a-wrapper daemon shut down while this task was running."
+
+
+def apply_history_length(task: Task, history_length: int | None) -> Task:
+    if history_length is None or task.history is None:
+        return task
+    if history_length == 0:
+        task.history = None
+    else:
+        task.history = task.history[-history_length:]
+    return task
+
+
+def _ends_stream(event: StreamResponse, *, at_interrupt: bool) -> bool:
+    if event.message is not None:
+        return True
+    status = event.task.status if event.task else (
+        event.status_update.status if event.status_update else None
+    )
+    if status is None:
+        return False
+    return status.state.terminal or (at_interrupt and status.state.interrupted)
+
+
+class EventStream:
+    """The events of one stream, ending at a terminal (or, for sends, interrupted) state."""
+
+    def __init__(
+        self,
+        subscription: Subscription,
+        *,
+        at_interrupt: bool,
+        on_close: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._subscription = subscription
+        self._at_interrupt = at_interrupt
+        self._on_close = on_close
+
+    async def __aiter__(self) -> AsyncIterator[StreamResponse]:
+        try:
+            async for event in self._subscription:
+                yield event
+                if _ends_stream(event, at_interrupt=self._at_interrupt):
+                    return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._subscription.close()
+        self._on_close()
+
+
+class TaskService:
+    def __init__(
+        self,
+        store: TaskStore,
+        backend: Backend,
+        *,
+        max_queued_turns: int = 16,
+        cancel_timeout: float = 10.0,
+        shutdown_timeout: float = 10.0,
+        retention: timedelta | None = None,
+        sweep_interval: float = 3600.0,
+        progress: bool = True,
+    ) -> None:
+        self._store = store
+        self._backend = backend
+        self._runner = TurnRunner(backend, progress=progress)
+        self._lanes = TurnLanes(max_queued_turns)
+        self._live: dict[str, TaskRun] = {}
+        self._tg: TaskGroup | None = None
+        self._cancel_timeout = cancel_timeout
+        self._shutdown_timeout = shutdown_timeout
+        self._retention = retention
+        self._sweep_interval = sweep_interval
+
+    # ----- lifecycle -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[TaskService]:
+        """Open the store, reconcile, start the backend; on exit stop every turn, then close."""
+        await self._store.open()
+        try:
+            failed = await self._store.fail_unfinished(RESTART_REASON)
+            if failed:
+                log.warning("tasks.reconciled", failed=failed)
+            await self._backend.start()
+            try:
+                async with anyio.create_task_group() as tg:
+                    self._tg = tg
+                    if self._retention is not None and self._sweep_interval > 0:
+                        tg.start_soon(self._sweep_forever)
+                    try:
+                        yield self
+                    finally:
+                        await self._stop_turns()
+                        tg.cancel_scope.cancel()
+            finally:
+                self._tg = None
+                await self._backend.aclose()
+        finally:
+            await self._store.close()
+
+    async def _stop_turns(self) -> None:
+        runs = [r for r in self._live.values() if r.running]
+        for run in runs:
+            run.stop_reason = SHUTDOWN_REASON
+            if run.scope is not None:
+                run.scope.cancel()
+        with anyio.move_on_after(self._shutdown_timeout):
+            for run in runs:
+                await run.finished.wait()
+
+    async def sweep(self) -> int:
+        """Delete terminal tasks older than the retention period; returns how many."""
+        if self._retention is None:
+            return 0
+        return await self._store.purge_terminal(utcnow() - self._retention)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            purged = await self.sweep()
+            if purged:
+                log.info("tasks.purged", count=purged)
+            await anyio.sleep(self._sweep_interval)
+
+    # ----- reads -----------------------------------------------------------------------------
+
+    async def _load(self, principal: str, task_id: str) -> Task:
+        run = self._live.get(task_id)
+        if run is not None and run.principal == principal:
+            return run.snapshot()
+        task = await self._store.get(principal, task_id)
+        if task is None:
+            raise TaskNotFoundError
+        return task
+
+    async def get(self, principal: str, request: GetTaskRequest) -> Task:
+        return apply_history_length(await self._load(principal, request.id), request.history_length)
+
+    async def list(self, principal: str, request: ListTasksRequest) -> ListTasksResponse:
+        page_size = request.page_size or DEFAULT_PAGE_SIZE
+        page = await self._store.list(
+            principal,
+            TaskQuery(
+                context_id=request.context_id,
+                state=request.status,
+                status_after=request.status_timestamp_after,
+                page_size=page_size,
+                page_token=request.page_token or None,
+            ),
+        )
+        tasks = []
+        for task in page.tasks:
+            live = self._live.get(task.id)
+            current = live.snapshot() if live is not None and live.principal == principal else task
+            if not request.include_artifacts:
+                current.artifacts = None
+            tasks.append(apply_history_length(current, request.history_length))
+        return ListTasksResponse(
+            tasks=tasks,
+            next_page_token=page.next_page_token,
+            page_size=page_size,
+            total_size=page.total_size,
+        )
+
+    # ----- sends -----------------------------------------------------------------------------
+
+    async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
+        """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
+        config = request.configuration
+        run = await self._accept(principal, request.message)
+        if config is not None and config.return_immediately:
+            run.announce()
+            snapshot = run.snapshot()
+            self._start(run, request)
+            return apply_history_length(snapshot, config.history_length)
+        stream = self._watch(run, at_interrupt=True)
+        self._start(run, request)
+        async for _ in stream:
+            pass
+        if run.reply is not None:
+            return run.reply
+        history_length = config.history_length if config else None
+        return apply_history_length(run.snapshot(), history_length)
+
+    async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
+        """SendStreamingMessage: validation errors raise here, before any event exists."""
+        run = await self._accept(principal, request.message)
+        stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
+        self._start(run, request)
+        return stream
+
+    async def subscribe(self, principal: str, task_id: str) -> EventStream:
+        task = await self._load(principal, task_id)
+        if task.status.state.terminal:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is in terminal state: {task.status.state.value}"
+            )
+        run = self._live.get(task_id)
+        if run is None:
+            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            self._live[task_id] = run
+        return self._watch(run, at_interrupt=False, snapshot=True)
+
+    def _watch(self, run: TaskRun, *, at_interrupt: bool, snapshot: bool = False) -> EventStream:
+        first = StreamResponse(task=run.snapshot()) if snapshot else None
+        return EventStream(
+            run.broker.subscribe(first),
+            at_interrupt=at_interrupt,
+            on_close=lambda: self._release(run),
+        )
+
+    def _release(self, run: TaskRun) -> None:
+        """Forget a run nobody needs: no turn in flight and no one watching."""
+        if not run.running and not run.broker.has_subscribers and self._live.get(
+            run.task.id
+        ) is run:
+            del self._live[run.task.id]
+
+    async def _accept(self, principal: str, message: Message) -> TaskRun:
+        if message.task_id:
+            return await self._continue(principal, message)
+        context_id = message.context_id or str(uuid.uuid4())
+        task_id = str(uuid.uuid4())
+        user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
+            history=[user],
+        )
+        await self._store.save(principal, task)
+        run = TaskRun(principal, task, self._store)
+        self._live[task_id] = run
+        return run
+
+    async def _continue(self, principal: str, message: Message) -> TaskRun:
+        task_id = message.task_id or ""
+        task = await self._load(principal, task_id)
+        state = task.status.state
+        if state.terminal:
+            raise UnsupportedOperationError(f"Task {task_id} is in terminal state: {state.value}")
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"Context {message.context_id} does not match context {task.context_id} "
+                f"of task {task_id}",
+                violations=[("message.contextId", "does not match the task's context")],
+            )
+        run = self._live.get(task_id)
+        if (run is not None and run.running) or not state.interrupted:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is still running; wait until it needs input"
+            )
+        if run is None:
+            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            self._live[task_id] = run
+        user = message.model_copy(update={"context_id": task.context_id})
+        previous = run.task.status.message
+        run.task.history = [*(run.task.history or []), *([previous] if previous else []), user]
+        run.task.status = TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow())
+        run.first_turn = False
+        await self._store.save(principal, run.task)
+        return run
+
+    def _start(self, run: TaskRun, request: SendMessageRequest) -> None:
+        if self._tg is None:
+            raise RuntimeError("task service is not running")
+        run.running = True
+        run.finished = anyio.Event()
+        lane = self._lanes.reserve(run.principal, run.task.context_id)
+        if lane.holders > 1:
+            # Queued behind another turn: show the task now rather than after that turn.
+            run.announce()
+        message = request.message
+        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
+        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
+        turn = Turn(
+            principal=run.principal,
+            context_id=run.task.context_id,
+            task_id=run.task.id,
+            message_id=message.message_id,
+            session_id=session if isinstance(session, str) else None,
+            parts=tuple(part_to_content(p) for p in message.parts),
+            metadata=dict(request.metadata or {}),
+        )
+        self._tg.start_soon(self._drive, run, turn, lane)
+
+    async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
+        bound = log.bind(task_id=run.task.id, context_id=run.task.context_id)
+        try:
+            async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                if run.task.status.state.terminal:
+                    return
+                with anyio.CancelScope() as scope:
+                    run.scope = scope
+                    try:
+                        await self._runner.run(run, turn)
+                    except Exception as exc:
+                        error_id = uuid.uuid4().hex[:12]
+                        bound.exception("turn.failed", error_id=error_id)
+                        await run.set_status(
+                            TaskState.FAILED,
+                            agent_message(
+                                run.task,
+                                [Part(text=f"The agent failed (error id {error_id}): {exc}")],
+                            ),
+                        )
+                run.scope = None
+                if scope.cancelled_caught:
+                    # The consumer is gone; now make sure the agent itself stops.
+                    with anyio.move_on_after(self._cancel_timeout, shield=True):
+                        await self._backend.interrupt(turn)
+                        if not run.task.status.state.terminal:
+                            await self._finish_stopped(run)
+        finally:
+            run.running = False
+            run.finished.set()
+            if run.task.status.state.terminal or run.reply is not None:
+                run.broker.close()
+            self._release(run)
+
+    async def _finish_stopped(self, run: TaskRun) -> None:
+        if run.stop_reason is None:
+            await run.set_status(TaskState.CANCELED)
+        else:
+            await run.set_status(
+                TaskState.FAILED, agent_message(run.task, [Part(text=run.stop_reason)])
+            )
+
+    # ----- cancel ----------------------------------------------------------------------------
+
+    async def cancel(self, principal: str, request: CancelTaskRequest) -> Task:
+        """Cancel a task and return it once the agent has stopped (bounded by cancel_timeout)."""
+        task = await self._load(principal, request.id)
+        if task.status.state.terminal:
+            raise TaskNotCancelableError(
+                f"Task {request.id} is in terminal state: {task.status.state.value}"
+            )
+        run = self._live.get(request.id)
+        if run is not None and run.running:
+            if run.scope is not None:
+                run.scope.cancel()
+                with anyio.move_on_after(self._cancel_timeout):
+                    await run.finished.wait()
+            else:
+                # Still queued behind another turn: it sees the terminal state and never starts.
+                await run.set_status(TaskState.CANCELED)
+            return run.snapshot()
+        if run is None:
+            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+        await run.set_status(TaskState.CANCELED)
+        self._live.pop(request.id, None)
+        return run.snapshot()

@@ -1,0 +1,177 @@
+"""SQLite task store: one file, WAL journal, every call on a worker thread.
+
+Calls are serialised through a capacity limiter of one, so the single connection is never used
+by two threads at once and the event loop never waits on disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from core.tasks.store import (
+    ACTIVE_STATES,
+    TaskPage,
+    TaskQuery,
+    decode_cursor,
+    encode_cursor,
+    failed_by_restart,
+    sort_key,
+)
+from core.wire.base import format_timestamp
+from core.wire.models import Task
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    principal TEXT NOT NULL,
+    id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    status_ts TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (principal, id)
+);
+CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (principal, status_ts DESC, id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+"""
+
+
+class SqliteTaskStore:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._conn: sqlite3.Connection | None = None
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._conn
+        if conn is None:
+            raise RuntimeError("task store is not open")
+
+        def call() -> T:
+            with conn:
+                return fn(conn)
+
+        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+
+    async def open(self) -> None:
+        def connect() -> sqlite3.Connection:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            conn.isolation_level = "DEFERRED"
+            return conn
+
+        self._conn = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+    async def save(self, principal: str, task: Task) -> None:
+        row = (
+            principal,
+            task.id,
+            task.context_id,
+            task.status.state.value,
+            sort_key(task)[0],
+            task.model_dump_json(by_alias=True, exclude_none=True),
+        )
+        await self._run(
+            lambda c: c.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
+        )
+
+    async def get(self, principal: str, task_id: str) -> Task | None:
+        row = await self._run(
+            lambda c: c.execute(
+                "SELECT body FROM tasks WHERE principal = ? AND id = ?", (principal, task_id)
+            ).fetchone()
+        )
+        return Task.model_validate_json(row[0]) if row else None
+
+    async def delete(self, principal: str, task_id: str) -> None:
+        await self._run(
+            lambda c: c.execute(
+                "DELETE FROM tasks WHERE principal = ? AND id = ?", (principal, task_id)
+            )
+        )
+
+    async def list(self, principal: str, query: TaskQuery) -> TaskPage:
+        where = ["principal = ?"]
+        args: list[object] = [principal]
+        if query.context_id is not None:
+            where.append("context_id = ?")
+            args.append(query.context_id)
+        if query.state is not None:
+            where.append("state = ?")
+            args.append(query.state.value)
+        if query.status_after is not None:
+            where.append("status_ts >= ?")
+            args.append(format_timestamp(query.status_after))
+        filters = " AND ".join(where)
+        page_where, page_args = filters, list(args)
+        if query.page_token:
+            ts, task_id = decode_cursor(query.page_token)
+            page_where += " AND (status_ts < ? OR (status_ts = ? AND id < ?))"
+            page_args += [ts, ts, task_id]
+
+        def read(c: sqlite3.Connection) -> tuple[int, list[str]]:
+            total = c.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]  # noqa: S608 - only fixed clauses are interpolated
+            rows = c.execute(
+                f"SELECT body FROM tasks WHERE {page_where} "  # noqa: S608 - only fixed clauses are interpolated
+                "ORDER BY status_ts DESC, id DESC LIMIT ?",
+                [*page_args, query.page_size + 1],
+            ).fetchall()
+            return total, [r[0] for r in rows]
+
+        total, bodies = await self._run(read)
+        tasks = [Task.model_validate_json(b) for b in bodies]
+        more = len(tasks) > query.page_size
+        tasks = tasks[: query.page_size]
+        token = encode_cursor(tasks[-1]) if more and tasks else ""
+        return TaskPage(tasks, token, total)
+
+    async def fail_unfinished(self, reason: str) -> int:
+        states = [s.value for s in ACTIVE_STATES]
+
+        def reconcile(c: sqlite3.Connection) -> int:
+            rows = c.execute(
+                "SELECT principal, body FROM tasks WHERE state IN (?, ?)", states
+            ).fetchall()
+            for principal, body in rows:
+                task = failed_by_restart(Task.model_validate_json(body), reason)
+                c.execute(
+                    "UPDATE tasks SET state = ?, status_ts = ?, body = ? "
+                    "WHERE principal = ? AND id = ?",
+                    (
+                        task.status.state.value,
+                        sort_key(task)[0],
+                        task.model_dump_json(by_alias=True, exclude_none=True),
+                        principal,
+                        task.id,
+                    ),
+                )
+            return len(rows)
+
+        return await self._run(reconcile)
+
+    async def purge_terminal(self, before: datetime) -> int:
+        terminal = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
+                    "TASK_STATE_REJECTED")
+        cutoff = format_timestamp(before)
+        return await self._run(
+            lambda c: c.execute(
+                "DELETE FROM tasks WHERE state IN (?, ?, ?, ?) AND status_ts < ?",
+                (*terminal, cutoff),
+            ).rowcount
+        )

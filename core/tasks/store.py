@@ -1,0 +1,158 @@
+"""Where tasks live between requests and across restarts.
+
+A store keeps each task's latest snapshot scoped by principal: another principal's task is
+indistinguishable from a missing one. `InMemoryTaskStore` is for tests and ephemeral daemons;
+`SqliteTaskStore` (sqlite_store.py) is the default.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from core.wire.base import format_timestamp, utcnow
+from core.wire.enums import TaskState
+from core.wire.errors import InvalidParamsError
+from core.wire.models import Message, Part, Task, TaskStatus
+
+ACTIVE_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
+
+
+@dataclass(frozen=True)
+class TaskQuery:
+    context_id: str | None = None
+    state: TaskState | None = None
+    status_after: datetime | None = None
+    page_size: int = 50
+    page_token: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    tasks: list[Task]
+    next_page_token: str
+    total_size: int
+
+
+class TaskStore(Protocol):
+    """Persistence of task snapshots. Every method is safe to call from the event loop."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def save(self, principal: str, task: Task) -> None:
+        """Insert or replace the snapshot of `task`."""
+
+    async def get(self, principal: str, task_id: str) -> Task | None: ...
+
+    async def delete(self, principal: str, task_id: str) -> None: ...
+
+    async def list(self, principal: str, query: TaskQuery) -> TaskPage:
+        """Tasks newest first by status timestamp (ties by id, descending), cursor-paged."""
+
+    async def fail_unfinished(self, reason: str) -> int:
+        """Mark every SUBMITTED/WORKING task FAILED with `reason`; returns how many."""
+
+    async def purge_terminal(self, before: datetime) -> int:
+        """Delete terminal tasks whose status is older than `before`; returns how many."""
+
+
+def sort_key(task: Task) -> tuple[str, str]:
+    ts = task.status.timestamp
+    return (format_timestamp(ts) if ts else "", task.id)
+
+
+def encode_cursor(task: Task) -> str:
+    raw = json.dumps(list(sort_key(task))).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[str, str]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded))
+        ts, task_id = value
+        if not isinstance(ts, str) or not isinstance(task_id, str):
+            raise TypeError("cursor fields")
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise InvalidParamsError("Invalid pageToken", violations=[("pageToken", "invalid")]) from exc
+    return ts, task_id
+
+
+def failed_by_restart(task: Task, reason: str) -> Task:
+    note = Message(
+        message_id=f"{task.id}-restart",
+        context_id=task.context_id,
+        task_id=task.id,
+        role="ROLE_AGENT",
+        parts=[Part(text=reason)],
+    )
+    return task.model_copy(
+        update={"status": TaskStatus(state=TaskState.FAILED, message=note, timestamp=utcnow())}
+    )
+
+
+class InMemoryTaskStore:
+    """A dict of snapshots; same semantics as the SQLite store, nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[tuple[str, str], Task] = {}
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def save(self, principal: str, task: Task) -> None:
+        self._tasks[(principal, task.id)] = task.model_copy(deep=True)
+
+    async def get(self, principal: str, task_id: str) -> Task | None:
+        task = self._tasks.get((principal, task_id))
+        return task.model_copy(deep=True) if task else None
+
+    async def delete(self, principal: str, task_id: str) -> None:
+        self._tasks.pop((principal, task_id), None)
+
+    async def list(self, principal: str, query: TaskQuery) -> TaskPage:
+        matching = [
+            t
+            for (owner, _), t in self._tasks.items()
+            if owner == principal
+            and (query.context_id is None or t.context_id == query.context_id)
+            and (query.state is None or t.status.state == query.state)
+            and (
+                query.status_after is None
+                or (t.status.timestamp is not None and t.status.timestamp >= query.status_after)
+            )
+        ]
+        matching.sort(key=sort_key, reverse=True)
+        total = len(matching)
+        if query.page_token:
+            cursor = decode_cursor(query.page_token)
+            matching = [t for t in matching if sort_key(t) < cursor]
+        page = matching[: query.page_size]
+        more = len(matching) > query.page_size
+        token = encode_cursor(page[-1]) if more and page else ""
+        return TaskPage([t.model_copy(deep=True) for t in page], token, total)
+
+    async def fail_unfinished(self, reason: str) -> int:
+        stale = [k for k, t in self._tasks.items() if t.status.state in ACTIVE_STATES]
+        for key in stale:
+            self._tasks[key] = failed_by_restart(self._tasks[key], reason)
+        return len(stale)
+
+    async def purge_terminal(self, before: datetime) -> int:
+        old = [
+            k
+            for k, t in self._tasks.items()
+            if t.status.state.terminal and t.status.timestamp and t.status.timestamp < before
+        ]
+        for key in old:
+            del self._tasks[key]
+        return len(old)

@@ -1,0 +1,57 @@
+"""ProtoJSON conventions shared by every v1 wire model.
+
+Output is camelCase with defaults left out; input also accepts snake_case names and ignores
+unknown fields (A2A v1.0 §5.5, §5.7).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """Base for wire bodies: camelCase out, camelCase or snake_case in, unknown keys ignored."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        strict=False,
+        frozen=False,
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """ProtoJSON rendering: camelCase keys, no unset or null fields."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _parse_timestamp(value: object) -> datetime:
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    else:
+        raise TypeError("timestamp must be an RFC 3339 string")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    """RFC 3339 in UTC with millisecond precision and a `Z` suffix (§5.6.1)."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(_parse_timestamp),
+    PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

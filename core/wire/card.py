@@ -1,0 +1,75 @@
+"""The agent card, rendered for both client generations (a2a-protocol.md §5.4).
+
+The v1.0 card comes first; the v0.3 fields (`url`, `preferredTransport`, `protocolVersion`,
+`additionalInterfaces`, ...) are merged in without overwriting anything, so one document
+serves both. Pure: the caller supplies the base URL and the configured card fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PATH = "/a2a/rest"
+
+
+@dataclass(frozen=True)
+class Interface:
+    path: str
+    binding: str
+    version: str
+
+
+def card_document(
+    card: dict[str, Any],
+    base_url: str,
+    interfaces: list[Interface],
+    *,
+    streaming: bool,
+    push_notifications: bool,
+    extended_card: bool,
+    extensions: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """`card` holds name, description, version, skills, modes, provider, urls (camelCase)."""
+    base = base_url.rstrip("/")
+    supported = [
+        {"url": base + i.path, "protocolBinding": i.binding, "protocolVersion": i.version}
+        for i in interfaces
+    ]
+    doc: dict[str, Any] = {
+        "name": card["name"],
+        "description": card["description"],
+        "version": card["version"],
+        "supportedInterfaces": supported,
+        "capabilities": {
+            "streaming": streaming,
+            "pushNotifications": push_notifications,
+            "extendedAgentCard": extended_card,
+            **({"extensions": extensions} if extensions else {}),
+        },
+        "defaultInputModes": card["defaultInputModes"],
+        "defaultOutputModes": card["defaultOutputModes"],
+        "skills": card["skills"],
+    }
+    for key in ("provider", "documentationUrl", "iconUrl"):
+        if card.get(key) is not None:
+            doc[key] = card[key]
+    legacy = [s for s in supported if s["protocolVersion"].startswith("0.")]
+    if legacy:
+        first, rest = legacy[0], legacy[1:]
+        doc["url"] = first["url"]
+        doc["preferredTransport"] = first["protocolBinding"]
+        doc["protocolVersion"] = "0.3.0"
+        doc["additionalInterfaces"] = [
+            {"url": s["url"], "transport": s["protocolBinding"]} for s in rest
+        ]
+    return doc
+
+
+def etag(doc: dict[str, Any]) -> str:
+    """Weak ETag over the canonical JSON of the card, as the reference SDK computes it."""
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return f'W/"{hashlib.sha256(canonical).hexdigest()}"'

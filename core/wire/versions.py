@@ -1,0 +1,34 @@
+"""A2A-Version parsing and comparison (§3.6): Major.Minor, missing or empty means 0.3."""
+
+from __future__ import annotations
+
+from core.wire.errors import VersionNotSupportedError
+
+Version = tuple[int, int]
+
+V1_0: Version = (1, 0)
+V0_3: Version = (0, 3)
+SUPPORTED = (V1_0, V0_3)
+
+
+def parse_version(header: str | None) -> Version:
+    text = (header or "").strip()
+    if not text:
+        return V0_3
+    pieces = text.split(".")
+    try:
+        major = int(pieces[0])
+        minor = int(pieces[1]) if len(pieces) > 1 else 0
+    except ValueError as exc:
+        raise VersionNotSupportedError(f"A2A version {text!r} is not a valid version") from exc
+    return (major, minor)
+
+
+def require(version: Version, expected: Version) -> None:
+    if version != expected:
+        shown = f"{version[0]}.{version[1]}"
+        want = f"{expected[0]}.{expected[1]}"
+        raise VersionNotSupportedError(
+            f"A2A version '{shown}' is not supported by this method. Expected version '{want}'.",
+            metadata={"supportedVersions": "0.3,1.0"},
+        )
