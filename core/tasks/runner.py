@@ -51,12 +51,10 @@ class TurnRunner:
         """Run `turn` to its end state. Cancellation propagates; the caller finalises."""
         texts: list[str] = []
         deltas: list[str] = []
-        first = True
         async for event in self._backend.run_turn(turn):
-            if first and isinstance(event, DirectReply) and run.first_turn and not run.announced:
+            if isinstance(event, DirectReply) and run.first_turn and not run.announced:
                 await self._direct_reply(run, event)
                 return
-            first = False
             outcome = await self._apply(run, event, texts, deltas)
             if outcome:
                 return

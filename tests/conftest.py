@@ -1,0 +1,63 @@
+"""Shared fixtures: the real app (`create_app`) on pytest-aiohttp's test server."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from core.server.app import create_app
+from core.settings import Settings, load
+from core.tasks.store import InMemoryTaskStore, TaskStore
+from tests.support.scripted import ScriptedBackend
+
+Client = TestClient[Any, Any]
+MakeClient = Callable[..., Awaitable[Client]]
+
+
+def make_settings(**overrides: Any) -> Settings:
+    base: dict[str, Any] = {
+        "backend": "tests.support.scripted:ScriptedBackend",
+        "storage": {"kind": "memory"},
+        "agentCard": {"name": "Test agent", "description": "scripted", "skills": [
+            {"id": "echo", "name": "Echo", "description": "echoes", "tags": ["echo"]}]},
+    }
+    for key, value in overrides.items():
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
+    return load(None, overrides=base, environ={})
+
+
+@pytest.fixture
+def backend() -> ScriptedBackend:
+    return ScriptedBackend()
+
+
+@pytest.fixture
+def make_client(
+    aiohttp_client: Callable[..., Awaitable[Client]], backend: ScriptedBackend
+) -> MakeClient:
+    async def make(
+        settings: Settings | None = None, *, store: TaskStore | None = None,
+        backend_: Any = None,
+    ) -> Client:
+        app = create_app(
+            settings or make_settings(),
+            backend=backend_ or backend,
+            store=store or InMemoryTaskStore(),
+        )
+        return await aiohttp_client(app)
+
+    return make
+
+
+@pytest.fixture
+async def client(make_client: MakeClient) -> Client:
+    return await make_client()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
