@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from core import logs
+from core.server.app import create_app
 from core.settings import ConfigError, Settings, load
 
 
@@ -28,8 +29,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def serve(settings: Settings) -> None:
-    from core.server.app import create_app
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -46,7 +45,7 @@ async def serve(settings: Settings) -> None:
         port = runner.addresses[0][1] if runner.addresses else settings.server.port
         host = settings.server.host
         shown = f"[{host}]" if ":" in host else host
-        print(f"a2a-wrapper listening on http://{shown}:{port}", flush=True)  # noqa: T201
+        print(f"a2a-wrapper listening on http://{shown}:{port}", flush=True)
         await stop.wait()
     finally:
         await runner.cleanup()
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load(args.config, overrides=overrides)
     except ConfigError as exc:
-        print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)  # noqa: T201
+        print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)
         return 2
     # Like uvicorn's --app-dir: a `module:attr` backend may live in the working directory.
     sys.path.insert(0, os.getcwd())

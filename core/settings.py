@@ -171,7 +171,7 @@ def _camel_key(key: str) -> str:
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
-    """`A2A_WRAPPER__SERVER__PORT=9` -> {"server": {"port": 9}} (values parsed as JSON if they can be)."""
+    """`A2A_WRAPPER__SERVER__PORT=9` -> {"server": {"port": 9}}; values are JSON when they parse."""
     out: dict[str, Any] = {}
     for name, raw in environ.items():
         if not name.upper().startswith(ENV_PREFIX):

@@ -22,8 +22,11 @@ def make_settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = {
         "backend": "tests.support.scripted:ScriptedBackend",
         "storage": {"kind": "memory"},
-        "agentCard": {"name": "Test agent", "description": "scripted", "skills": [
-            {"id": "echo", "name": "Echo", "description": "echoes", "tags": ["echo"]}]},
+        "agentCard": {
+            "name": "Test agent",
+            "description": "scripted",
+            "skills": [{"id": "echo", "name": "Echo", "description": "echoes", "tags": ["echo"]}],
+        },
     }
     for key, value in overrides.items():
         base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
@@ -40,7 +43,9 @@ def make_client(
     aiohttp_client: Callable[..., Awaitable[Client]], backend: ScriptedBackend
 ) -> MakeClient:
     async def make(
-        settings: Settings | None = None, *, store: TaskStore | None = None,
+        settings: Settings | None = None,
+        *,
+        store: TaskStore | None = None,
         backend_: Any = None,
     ) -> Client:
         app = create_app(

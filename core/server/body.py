@@ -24,8 +24,8 @@ async def read_json_body(request: web.Request) -> bytes:
     check_json_content_type(request)
     limit = request.app[SETTINGS].server.max_body_bytes
     if request.content_length is not None and request.content_length > limit:
-        raise PayloadTooLargeError(f"Request body exceeds {limit} bytes")
+        raise PayloadTooLargeError(f"Request body too large: the limit is {limit} bytes")
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge as exc:
-        raise PayloadTooLargeError(f"Request body exceeds {limit} bytes") from exc
+        raise PayloadTooLargeError(f"Request body too large: the limit is {limit} bytes") from exc

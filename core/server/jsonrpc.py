@@ -21,7 +21,14 @@ from core.server.keys import CARD, SERVICE, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
 from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
-from core.wire.jsonrpc import EnvelopeError, RequestId, failure, parse_request, success
+from core.wire.jsonrpc import (
+    EnvelopeError,
+    RequestId,
+    RpcRequest,
+    failure,
+    parse_request,
+    success,
+)
 from core.wire.versions import V1_0, require
 
 log = structlog.get_logger(__name__)
@@ -45,12 +52,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     dialect: Dialect = "1.0"
     structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
     try:
-        handler = rpc_v1.METHODS.get(rpc.method)
-        if handler is None:
-            raise MethodNotFoundError(f"Method not found: {rpc.method}")
-        require(request_version(request), V1_0)
-        check_extensions(request, request.app[CARD].required_extensions)
-        result = await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
+        result = await _dispatch(request, rpc)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
         return _reply(rpc.id, exc, dialect, debug)
     finally:
@@ -63,6 +65,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
             ping_interval=settings.server.sse_ping_interval / 1000,
         )
     return web.json_response(success(rpc.id, result))
+
+
+async def _dispatch(request: web.Request, rpc: RpcRequest) -> rpc_v1.Result:
+    handler = rpc_v1.METHODS.get(rpc.method)
+    if handler is None:
+        raise MethodNotFoundError(f"Method not found: {rpc.method}")
+    require(request_version(request), V1_0)
+    check_extensions(request, request.app[CARD].required_extensions)
+    return await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
 
 
 async def _frames(

@@ -66,6 +66,8 @@ class TaskRun:
         if previous.message is not None:
             self.task.history = [*(self.task.history or []), previous.message]
         self.task.status = TaskStatus(state=state, message=message, timestamp=utcnow())
+        # Persist before anyone hears of it: a client never sees a state the store lacks.
+        await self.store.save(self.principal, self.task)
         self.broker.publish(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
@@ -75,7 +77,6 @@ class TaskRun:
                 )
             )
         )
-        await self.store.save(self.principal, self.task)
         if state.terminal:
             self.broker.close()
 

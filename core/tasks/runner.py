@@ -109,8 +109,8 @@ class TurnRunner:
                     last_chunk=event.last_chunk,
                 )
             case DirectReply(parts=parts):
-                message = agent_message(run.task, [content_to_part(c) for c in parts])
-                await run.set_status(TaskState.COMPLETED, message)
+                reply = agent_message(run.task, [content_to_part(c) for c in parts])
+                await run.set_status(TaskState.COMPLETED, reply)
                 return True
             case NeedsInput(question=question, kind=kind):
                 state = TaskState.AUTH_REQUIRED if kind == "auth" else TaskState.INPUT_REQUIRED

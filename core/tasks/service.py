@@ -66,8 +66,10 @@ def apply_history_length(task: Task, history_length: int | None) -> Task:
 def _ends_stream(event: StreamResponse, *, at_interrupt: bool) -> bool:
     if event.message is not None:
         return True
-    status = event.task.status if event.task else (
-        event.status_update.status if event.status_update else None
+    status = (
+        event.task.status
+        if event.task
+        else (event.status_update.status if event.status_update else None)
     )
     if status is None:
         return False
@@ -265,9 +267,11 @@ class TaskService:
 
     def _release(self, run: TaskRun) -> None:
         """Forget a run nobody needs: no turn in flight and no one watching."""
-        if not run.running and not run.broker.has_subscribers and self._live.get(
-            run.task.id
-        ) is run:
+        if (
+            not run.running
+            and not run.broker.has_subscribers
+            and self._live.get(run.task.id) is run
+        ):
             del self._live[run.task.id]
 
     async def _accept(self, principal: str, message: Message) -> TaskRun:
@@ -348,7 +352,7 @@ class TaskService:
                     run.scope = scope
                     try:
                         await self._runner.run(run, turn)
-                    except Exception as exc:
+                    except Exception as exc:  # noqa: BLE001 - any backend failure fails the task
                         error_id = uuid.uuid4().hex[:12]
                         bound.exception("turn.failed", error_id=error_id)
                         await run.set_status(

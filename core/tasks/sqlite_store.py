@@ -166,12 +166,18 @@ class SqliteTaskStore:
         return await self._run(reconcile)
 
     async def purge_terminal(self, before: datetime) -> int:
-        terminal = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED",
-                    "TASK_STATE_REJECTED")
+        terminal = (
+            "TASK_STATE_COMPLETED",
+            "TASK_STATE_FAILED",
+            "TASK_STATE_CANCELED",
+            "TASK_STATE_REJECTED",
+        )
         cutoff = format_timestamp(before)
         return await self._run(
-            lambda c: c.execute(
-                "DELETE FROM tasks WHERE state IN (?, ?, ?, ?) AND status_ts < ?",
-                (*terminal, cutoff),
-            ).rowcount
+            lambda c: (
+                c.execute(
+                    "DELETE FROM tasks WHERE state IN (?, ?, ?, ?) AND status_ts < ?",
+                    (*terminal, cutoff),
+                ).rowcount
+            )
         )

@@ -73,14 +73,14 @@ def encode_cursor(task: Task) -> str:
 
 
 def decode_cursor(token: str) -> tuple[str, str]:
+    invalid = InvalidParamsError("Invalid pageToken", violations=[("pageToken", "invalid")])
     try:
         padded = token + "=" * (-len(token) % 4)
-        value = json.loads(base64.urlsafe_b64decode(padded))
-        ts, task_id = value
-        if not isinstance(ts, str) or not isinstance(task_id, str):
-            raise TypeError("cursor fields")
+        ts, task_id = json.loads(base64.urlsafe_b64decode(padded))
     except (binascii.Error, ValueError, TypeError) as exc:
-        raise InvalidParamsError("Invalid pageToken", violations=[("pageToken", "invalid")]) from exc
+        raise invalid from exc
+    if not isinstance(ts, str) or not isinstance(task_id, str):
+        raise invalid
     return ts, task_id
 
 

@@ -43,7 +43,9 @@ def _parse_timestamp(value: object) -> datetime:
 
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with millisecond precision and a `Z` suffix (§5.6.1)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return (
+        value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    )
 
 
 Timestamp = Annotated[

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from pydantic import ValidationError
+
 Dialect = Literal["1.0", "0.3"]
 
 ERROR_DOMAIN = "a2a-protocol.org"
@@ -144,7 +146,7 @@ _BARE = (ParseError, MethodNotFoundError)
 
 def wire_form(error: DaemonError) -> WireForm:
     for cls in type(error).__mro__:
-        form = ERROR_TABLE.get(cls)  # type: ignore[arg-type]
+        form = ERROR_TABLE.get(cls)
         if form is not None:
             return form
     return ERROR_TABLE[InternalError]
@@ -200,8 +202,6 @@ def rest_error(error: DaemonError) -> tuple[int, dict[str, Any]]:
 
 def from_validation(exc: Exception, prefix: str = "") -> InvalidParamsError:
     """Turn a pydantic ValidationError into InvalidParams with one violation per field."""
-    from pydantic import ValidationError
-
     if not isinstance(exc, ValidationError):
         return InvalidParamsError(str(exc))
     violations = []

@@ -5,6 +5,8 @@ Everything inside the daemon speaks these types; v0.3 is converted at the edge b
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from pydantic import Field, JsonValue, field_validator, model_validator
@@ -39,9 +41,6 @@ class Part(WireModel):
     @classmethod
     def _base64(cls, value: str | None) -> str | None:
         if value is not None:
-            import base64
-            import binascii
-
             try:
                 base64.b64decode(value, validate=True)
             except binascii.Error as exc:

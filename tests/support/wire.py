@@ -15,8 +15,12 @@ _ID_KEYS = {"id", "taskId", "contextId", "artifactId", "messageId", "sessionId"}
 
 
 def user_message(text: str, **extra: Any) -> dict[str, Any]:
-    return {"messageId": extra.pop("messageId", "m-1"), "role": "ROLE_USER",
-            "parts": [{"text": text}], **extra}
+    return {
+        "messageId": extra.pop("messageId", "m-1"),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **extra,
+    }
 
 
 def rpc(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
@@ -27,8 +31,13 @@ def rpc(method: str, params: Any = None, request_id: Any = 1) -> dict[str, Any]:
 
 
 async def call(
-    client: TestClient[Any, Any], method: str, params: Any = None, *, headers: dict[str, str] | None = None,
-    path: str = "/a2a/jsonrpc", request_id: Any = 1,
+    client: TestClient[Any, Any],
+    method: str,
+    params: Any = None,
+    *,
+    headers: dict[str, str] | None = None,
+    path: str = "/a2a/jsonrpc",
+    request_id: Any = 1,
 ) -> dict[str, Any]:
     response = await client.post(
         path, json=rpc(method, params, request_id), headers=V1 if headers is None else headers
@@ -47,16 +56,16 @@ async def sse_events(response: ClientResponse) -> list[tuple[str | None, dict[st
         name, data = None, None
         for line in block.split("\r\n"):
             if line.startswith("event: "):
-                name = line[len("event: "):]
+                name = line[len("event: ") :]
             elif line.startswith("data: "):
-                data = json.loads(line[len("data: "):])
+                data = json.loads(line[len("data: ") :])
         if data is not None:
             events.append((name, data))
     return events
 
 
 class Normalizer:
-    """Replaces generated ids with `<id1>`, `<id2>`... (stable per value) and timestamps with `<ts>`."""
+    """Replaces generated ids with `<idN>` (stable per value) and timestamps with `<ts>`."""
 
     def __init__(self, keep: set[str] | None = None) -> None:
         self._seen: dict[str, str] = {}

@@ -1,0 +1,123 @@
+"""The real daemon process: CLI, SIGTERM/SIGINT, and SQLite durability across restarts."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.daemon import EXE, Daemon
+
+V1 = {"A2A-Version": "1.0"}
+
+
+def _config(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "backend": "tests.conformance.tck_backend:TckBackend",
+        "storage": {"path": str(tmp_path / "tasks.sqlite3")},
+    }
+
+
+def _rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = httpx.post(f"{url}/a2a/jsonrpc", json=body, headers=V1, timeout=10)
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def _message(message_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_prints_url_and_stops_cleanly(tmp_path: Path, sig: int) -> None:
+    daemon = Daemon(_config(tmp_path), tmp_path)
+    url = daemon.start()
+    card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
+    assert card["supportedInterfaces"][0]["url"] == f"{url}/a2a/jsonrpc"
+    assert daemon.stop(sig) == 0
+
+
+def test_bad_config_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "bad.json"
+    config.write_text('{"backend": "x", "server": {"prot": 1}}')
+    done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "serve", str(config)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 2
+    assert "server.prot: unknown key" in done.stderr
+
+
+def test_tasks_survive_restart_and_running_tasks_fail(tmp_path: Path) -> None:
+    daemon = Daemon(_config(tmp_path), tmp_path)
+    url = daemon.start()
+    done = _rpc(url, "SendMessage", _message("tck-complete-task-1"))["result"]["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    running = _rpc(
+        url,
+        "SendMessage",
+        _message("test-resubscribe-message-id-1", configuration={"returnImmediately": True}),
+    )["result"]["task"]
+    waiting = _rpc(url, "SendMessage", _message("other-1"))["result"]["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    daemon.kill()
+
+    url = daemon.start()
+    try:
+        again = _rpc(url, "GetTask", {"id": done["id"]})["result"]
+        assert again == done
+        failed = _rpc(url, "GetTask", {"id": running["id"]})["result"]
+        assert failed["status"]["state"] == "TASK_STATE_FAILED"
+        assert "restarted" in failed["status"]["message"]["parts"][0]["text"]
+        # An interrupted task was not running: it survives and can still be continued.
+        resumed = _rpc(
+            url,
+            "SendMessage",
+            _message(
+                "tck-complete-task-2",
+            ),
+        )
+        assert resumed["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        reply = _rpc(
+            url,
+            "SendMessage",
+            {
+                "message": {
+                    "messageId": "tck-complete-task-3",
+                    "role": "ROLE_USER",
+                    "taskId": waiting["id"],
+                    "parts": [{"text": "go on"}],
+                }
+            },
+        )
+        assert "result" in reply, reply
+        follow = reply["result"]["task"]
+        assert follow["id"] == waiting["id"]
+        assert follow["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        assert daemon.stop() == 0
+
+
+def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path) -> None:
+    daemon = Daemon(_config(tmp_path), tmp_path)
+    url = daemon.start()
+    running = _rpc(
+        url,
+        "SendMessage",
+        _message("test-resubscribe-message-id-2", configuration={"returnImmediately": True}),
+    )["result"]["task"]
+    assert daemon.stop() == 0
+    url = daemon.start()
+    try:
+        failed = _rpc(url, "GetTask", {"id": running["id"]})["result"]
+        assert failed["status"]["state"] == "TASK_STATE_FAILED"
+        assert "shut down" in failed["status"]["message"]["parts"][0]["text"]
+    finally:
+        daemon.stop()
