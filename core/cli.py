@@ -5,16 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from core import logs
-from core.server.app import create_app
-from core.settings import ConfigError, Settings, load
+from core.server.serve import serve
+from core.settings import ConfigError, load
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,27 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def serve(settings: Settings) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    runner = web.AppRunner(
-        create_app(settings),
-        handle_signals=False,
-        shutdown_timeout=settings.server.shutdown_timeout / 1000,
-    )
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, settings.server.host, settings.server.port)
-        await site.start()
-        port = runner.addresses[0][1] if runner.addresses else settings.server.port
-        host = settings.server.host
-        shown = f"[{host}]" if ":" in host else host
-        print(f"a2a-wrapper listening on http://{shown}:{port}", flush=True)
-        await stop.wait()
-    finally:
-        await runner.cleanup()
+def _announce(url: str) -> None:
+    print(f"a2a-wrapper listening on {url}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     # Like uvicorn's --app-dir: a `module:attr` backend may live in the working directory.
     sys.path.insert(0, os.getcwd())
     try:
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -66,6 +66,11 @@ class AgentCardSettings(Block):
     skills: list[SkillSettings] = Field(default_factory=list)
     extensions: list[ExtensionSettings] = Field(default_factory=list)
     max_age: int = Field(default=300, ge=0, description="Cache-Control max-age of the card (s)")
+    v03_fields: bool = Field(
+        default=True,
+        description="Merge the v0.3 card fields (url, preferredTransport, ...) into the v1.0 card "
+        "so v0.3 clients can read it; a request with A2A-Version 1.x always gets the strict card",
+    )
 
 
 class ServerSettings(Block):
@@ -137,22 +142,22 @@ class Settings(BaseSettings):
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _substitute(value: Any, path: str) -> Any:
+def _substitute(value: Any, path: str, environ: dict[str, str]) -> Any:
     if isinstance(value, str):
 
         def repl(match: re.Match[str]) -> str:
             name, default = match.group(1), match.group(2)
-            if name in os.environ:
-                return os.environ[name]
+            if name in environ:
+                return environ[name]
             if default is not None:
                 return default
             raise ConfigError(f"{path}: environment variable {name} is not set")
 
         return _VAR.sub(repl, value)
     if isinstance(value, dict):
-        return {k: _substitute(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+        return {k: _substitute(v, f"{path}.{k}" if path else k, environ) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_substitute(v, f"{path}[{i}]", environ) for i, v in enumerate(value)]
     return value
 
 
@@ -206,6 +211,7 @@ def load(
     environ: dict[str, str] | None = None,
 ) -> Settings:
     """Build Settings from a JSON file, the environment and CLI overrides (highest wins)."""
+    env = dict(os.environ if environ is None else environ)
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -216,8 +222,8 @@ def load(
             raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the config must be a JSON object")
-        data = _substitute(loaded, "")
-    data = _merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
+        data = _substitute(loaded, "", env)
+    data = _merge(data, _env_overrides(env))
     data = _merge(data, overrides or {})
     try:
         return Settings(**data)

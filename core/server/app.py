@@ -12,9 +12,10 @@ from aiohttp import web
 
 from core import registry
 from core.backend import Backend
-from core.server import jsonrpc
+from core.server import jsonrpc, rest, rest_v03
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.rest_common import rest_not_found
 from core.settings import Settings
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
@@ -39,7 +40,9 @@ def create_app(
     store: TaskStore | None = None,
 ) -> web.Application:
     """Build the daemon's app. `backend`/`store` default to what the settings name."""
-    app = web.Application(client_max_size=settings.server.max_body_bytes + 1)
+    app = web.Application(
+        client_max_size=settings.server.max_body_bytes + 1, middlewares=[rest_not_found]
+    )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
     storage = settings.storage
@@ -58,6 +61,9 @@ def create_app(
     app.router.add_get(LEGACY_CARD, card)
     for path in ("/a2a/jsonrpc", "/a2a/jsonrpc/", "/"):
         app.router.add_post(path, jsonrpc.handle)
+    # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
+    rest_v03.add_routes(app)
+    rest.add_routes(app)
     app.router.add_get("/healthz", _health)
     return app
 

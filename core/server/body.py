@@ -21,6 +21,9 @@ def check_json_content_type(request: web.Request) -> None:
 
 
 async def read_json_body(request: web.Request) -> bytes:
+    """The raw body; an absent body is empty and needs no Content-Type (e.g. `:cancel`)."""
+    if not request.body_exists:
+        return b""
     check_json_content_type(request)
     limit = request.app[SETTINGS].server.max_body_bytes
     if request.content_length is not None and request.content_length > limit:

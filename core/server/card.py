@@ -13,13 +13,26 @@ from typing import Any
 
 from aiohttp import web
 
+from core.server.negotiation import request_version
 from core.settings import Settings
 from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag
+from core.wire.errors import VersionNotSupportedError
 
+# First entry preferred. v0.3 shares the URLs: JSON-RPC tells dialects apart by method name,
+# and v0.3 REST clients add `/v1/...` to the base themselves.
 INTERFACES = [
     Interface(JSONRPC_PATH, "JSONRPC", "1.0"),
+    Interface(REST_PATH, "HTTP+JSON", "1.0"),
+    Interface(JSONRPC_PATH, "JSONRPC", "0.3"),
+    Interface(REST_PATH, "HTTP+JSON", "0.3"),
 ]
-del REST_PATH
+
+
+def _asks_for_v1(request: web.Request) -> bool:
+    try:
+        return request_version(request)[0] >= 1
+    except VersionNotSupportedError:
+        return False
 
 
 class CardProvider:
@@ -27,7 +40,10 @@ class CardProvider:
         self._settings = settings
         self._loaded = datetime.now(UTC).replace(microsecond=0)
         self._card = settings.agent_card.model_dump(
-            mode="json", by_alias=True, exclude_none=True, exclude={"max_age", "extensions"}
+            mode="json",
+            by_alias=True,
+            exclude_none=True,
+            exclude={"max_age", "extensions", "v03_fields"},
         )
         self._extensions = [
             e.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -49,10 +65,14 @@ class CardProvider:
         return f"{scheme}://{host}"
 
     def document(self, request: web.Request) -> dict[str, Any]:
+        """The merged card for both generations, or the strict v1.0 card when the settings
+        say so or the request itself declares A2A-Version 1.x (v1.0 schemas are closed)."""
+        strict = not self._settings.agent_card.v03_fields or _asks_for_v1(request)
         return card_document(
             self._card,
             self.base_url(request),
             INTERFACES,
+            v03_fields=not strict,
             streaming=True,
             push_notifications=False,
             extended_card=False,
@@ -67,6 +87,7 @@ class CardProvider:
             "ETag": tag,
             "Last-Modified": format_datetime(self._loaded, usegmt=True),
         }
+        headers["Vary"] = "A2A-Version"
         if tag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
             return web.Response(status=304, headers=headers)
         return web.json_response(doc, headers=headers)

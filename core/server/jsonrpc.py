@@ -1,8 +1,10 @@
-"""The JSON-RPC binding: `POST /a2a/jsonrpc` (also `/a2a/jsonrpc/` and `/`).
+"""The JSON-RPC binding: `POST /a2a/jsonrpc` (also `/a2a/jsonrpc/` and `/`), both dialects.
 
 Always HTTP 200 with a JSON-RPC body, errors included. The dialect is chosen by the method
-name, then `A2A-Version` is checked against it. A streaming method's errors before its first
-event are a plain JSON-RPC reply; after it, one error event and the stream closes.
+name (PascalCase = v1.0, `category/action` = v0.3), then `A2A-Version` is checked against it.
+A v1.0 streaming method's errors before its first event are a plain JSON-RPC reply; v0.3
+streaming methods report every error inside the stream, as v0.3 clients expect. After the
+first event an error is one final event, then the stream closes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from core.server import rpc_v1
+from core.server import rpc_v03, rpc_v1
 from core.server.body import read_json_body
 from core.server.calls import ANONYMOUS, Call, Streaming
 from core.server.errors import as_daemon_error
@@ -29,7 +31,7 @@ from core.wire.jsonrpc import (
     parse_request,
     success,
 )
-from core.wire.versions import V1_0, require
+from core.wire.versions import V0_3, V1_0, require
 
 log = structlog.get_logger(__name__)
 
@@ -49,31 +51,41 @@ async def handle(request: web.Request) -> web.StreamResponse:
     except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
         return _reply(None, exc, "1.0", debug)
 
-    dialect: Dialect = "1.0"
+    dialect: Dialect = "0.3" if rpc.method in rpc_v03.METHODS else "1.0"
+    ping = settings.server.sse_ping_interval / 1000
     structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
     try:
-        result = await _dispatch(request, rpc)
+        result = await _dispatch(request, rpc, dialect)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
+        if dialect == "0.3" and rpc.method in rpc_v03.STREAMING:
+            return await stream_events(
+                request, _failed(rpc.id, exc, dialect, debug), ping_interval=ping
+            )
         return _reply(rpc.id, exc, dialect, debug)
     finally:
         structlog.contextvars.unbind_contextvars("rpc_method")
 
     if isinstance(result, Streaming):
         return await stream_events(
-            request,
-            _frames(rpc.id, result.events, dialect, debug),
-            ping_interval=settings.server.sse_ping_interval / 1000,
+            request, _frames(rpc.id, result.events, dialect, debug), ping_interval=ping
         )
     return web.json_response(success(rpc.id, result))
 
 
-async def _dispatch(request: web.Request, rpc: RpcRequest) -> rpc_v1.Result:
-    handler = rpc_v1.METHODS.get(rpc.method)
+async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> rpc_v1.Result:
+    table = rpc_v03.METHODS if dialect == "0.3" else rpc_v1.METHODS
+    handler = table.get(rpc.method)
     if handler is None:
         raise MethodNotFoundError(f"Method not found: {rpc.method}")
-    require(request_version(request), V1_0)
+    require(request_version(request), V0_3 if dialect == "0.3" else V1_0)
     check_extensions(request, request.app[CARD].required_extensions)
     return await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
+
+
+async def _failed(
+    request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool
+) -> AsyncIterator[bytes]:
+    yield frame(failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect)))
 
 
 async def _frames(

@@ -32,6 +32,7 @@ def card_document(
     push_notifications: bool,
     extended_card: bool,
     extensions: list[dict[str, Any]],
+    v03_fields: bool = True,
 ) -> dict[str, Any]:
     """`card` holds name, description, version, skills, modes, provider, urls (camelCase)."""
     base = base_url.rstrip("/")
@@ -58,7 +59,7 @@ def card_document(
         if card.get(key) is not None:
             doc[key] = card[key]
     legacy = [s for s in supported if s["protocolVersion"].startswith("0.")]
-    if legacy:
+    if legacy and v03_fields:
         first, rest = legacy[0], legacy[1:]
         doc["url"] = first["url"]
         doc["preferredTransport"] = first["protocolBinding"]
@@ -66,6 +67,7 @@ def card_document(
         doc["additionalInterfaces"] = [
             {"url": s["url"], "transport": s["protocolBinding"]} for s in rest
         ]
+        doc["supportsAuthenticatedExtendedCard"] = extended_card
     return doc
 
 

@@ -52,6 +52,10 @@ class MethodNotFoundError(DaemonError):
     default_message = "Method not found"
 
 
+class MethodNotAllowedError(MethodNotFoundError):
+    default_message = "Method not allowed"
+
+
 class InvalidParamsError(DaemonError):
     default_message = "Invalid params"
 
@@ -112,6 +116,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     InvalidRequestError: WireForm(-32600, "INVALID_REQUEST", 400, "INVALID_ARGUMENT", -32600),
     PayloadTooLargeError: WireForm(-32600, "INVALID_REQUEST", 413, "INVALID_ARGUMENT", -32600),
     MethodNotFoundError: WireForm(-32601, "METHOD_NOT_FOUND", 404, "NOT_FOUND", -32601),
+    MethodNotAllowedError: WireForm(-32601, "METHOD_NOT_FOUND", 405, "UNIMPLEMENTED", -32601),
     InvalidParamsError: WireForm(-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", -32602),
     InternalError: WireForm(-32603, "INTERNAL_ERROR", 500, "INTERNAL", -32603),
     TaskNotFoundError: WireForm(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", -32001),
@@ -145,11 +150,19 @@ _BARE = (ParseError, MethodNotFoundError)
 
 
 def wire_form(error: DaemonError) -> WireForm:
+    """The table entry of the error's class or of its nearest listed ancestor."""
     for cls in type(error).__mro__:
         form = ERROR_TABLE.get(cls)
         if form is not None:
             return form
     return ERROR_TABLE[InternalError]
+
+
+def protocol_name(error: DaemonError) -> str:
+    """The protocol's name for the error: its most general listed class (a subclass that only
+    refines the message or HTTP status keeps its parent's name)."""
+    listed = [cls for cls in type(error).__mro__ if cls in ERROR_TABLE]
+    return listed[-1].__name__ if listed else InternalError.__name__
 
 
 def _details(error: DaemonError, form: WireForm) -> list[dict[str, Any]]:

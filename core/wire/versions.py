@@ -25,7 +25,8 @@ def parse_version(header: str | None) -> Version:
 
 
 def require(version: Version, expected: Version) -> None:
-    if version != expected:
+    """Major.Minor must match; any 0.x is served as 0.3, the only pre-1.0 dialect we speak."""
+    if version != expected and not (expected[0] == 0 and version[0] == 0):
         shown = f"{version[0]}.{version[1]}"
         want = f"{expected[0]}.{expected[1]}"
         raise VersionNotSupportedError(

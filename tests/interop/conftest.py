@@ -10,6 +10,8 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, BaseClient, Client, ClientConfig
 from a2a.client.transports import JsonRpcTransport, RestTransport
+from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
+from a2a.compat.v0_3.rest_transport import CompatRestTransport
 from a2a.types import AgentCard, Message, Part, Role, StreamResponse
 from aiohttp.test_utils import TestServer
 
@@ -18,8 +20,13 @@ from core.tasks.store import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend
 
-MODES = ["v10-jsonrpc"]
-TRANSPORTS: dict[str, Any] = {"v10-jsonrpc": JsonRpcTransport, "v10-rest": RestTransport}
+MODES = ["v10-jsonrpc", "v10-rest", "v03-jsonrpc", "v03-rest"]
+TRANSPORTS: dict[str, Any] = {
+    "v10-jsonrpc": JsonRpcTransport,
+    "v10-rest": RestTransport,
+    "v03-jsonrpc": CompatJsonRpcTransport,
+    "v03-rest": CompatRestTransport,
+}
 BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON"}
 
 MakeSdk = Callable[..., Awaitable[Client]]

@@ -89,9 +89,8 @@ async def test_get_with_history_length(sdk: MakeSdk) -> None:
         assert len(full.history) == 3
 
 
-async def test_list(sdk: MakeSdk, mode: str) -> None:
-    if not mode.startswith("v10"):
-        pytest.skip("ListTasks does not exist in v0.3")
+@pytest.mark.parametrize("mode", ["v10-jsonrpc", "v10-rest"])  # ListTasks is new in v1.0
+async def test_list(sdk: MakeSdk) -> None:
     async with await sdk(streaming=False) as client:
         for n in range(3):
             request = SendMessageRequest(message=user_msg(f"echo: {n}", context_id="ctx-list"))

@@ -11,6 +11,7 @@ CASES = [
     (e.InvalidRequestError, -32600, -32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
     (e.PayloadTooLargeError, -32600, -32600, 413, "INVALID_ARGUMENT", "INVALID_REQUEST"),
     (e.MethodNotFoundError, -32601, -32601, 404, "NOT_FOUND", "METHOD_NOT_FOUND"),
+    (e.MethodNotAllowedError, -32601, -32601, 405, "UNIMPLEMENTED", "METHOD_NOT_FOUND"),
     (e.InvalidParamsError, -32602, -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
     (e.InternalError, -32603, -32603, 500, "INTERNAL", "INTERNAL_ERROR"),
     (e.TaskNotFoundError, -32001, -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
@@ -71,7 +72,7 @@ def test_wire_forms(
     v1 = e.jsonrpc_error(error, "1.0")
     assert v1["code"] == code
     assert v1["message"] == cls.default_message
-    if cls in (e.ParseError, e.MethodNotFoundError):
+    if issubclass(cls, e.ParseError | e.MethodNotFoundError):
         assert "data" not in v1
     else:
         assert v1["data"] == [
@@ -111,6 +112,12 @@ def test_violations_become_bad_request_details() -> None:
     assert e.jsonrpc_error(error, "0.3")["data"] == [
         {"field": "message.parts", "description": "too short"}
     ]
+
+
+def test_protocol_name_is_the_most_general_listed_class() -> None:
+    assert e.protocol_name(e.TaskNotFoundError()) == "TaskNotFoundError"
+    assert e.protocol_name(e.PayloadTooLargeError()) == "InvalidRequestError"
+    assert e.protocol_name(e.MethodNotAllowedError()) == "MethodNotFoundError"
 
 
 def test_subclass_uses_parent_form() -> None:

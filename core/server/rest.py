@@ -1,0 +1,105 @@
+"""The v1.0 HTTP+JSON binding under `/a2a/rest` (§11, every route also under `/{tenant}`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.server.calls import Call, parse
+from core.server.rest_common import REST_PREFIX, Events, RestResult, json_body, query_int, route
+from core.tasks.service import EventStream
+from core.wire.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError
+from core.wire.models import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageRequest,
+)
+from core.wire.versions import V1_0
+
+TASK = "{id:[^/:]+}"
+
+
+async def _events(stream: EventStream) -> Events:
+    async for event in stream:
+        yield event.dump()
+
+
+async def send(request: web.Request, call: Call) -> RestResult:
+    body = parse(SendMessageRequest, await json_body(request))
+    outcome = await call.service.send(call.principal, body)
+    return {"message" if isinstance(outcome, Message) else "task": outcome.dump()}
+
+
+async def stream(request: web.Request, call: Call) -> RestResult:
+    body = parse(SendMessageRequest, await json_body(request))
+    return _events(await call.service.stream(call.principal, body))
+
+
+async def get_task(request: web.Request, call: Call) -> RestResult:
+    params = {"id": request.match_info["id"], "historyLength": query_int(request, "historyLength")}
+    return (await call.service.get(call.principal, parse(GetTaskRequest, params))).dump()
+
+
+def _list_params(request: web.Request) -> dict[str, Any]:
+    query = request.query
+    params: dict[str, Any] = {
+        key: query[key]
+        for key in ("contextId", "status", "pageToken", "statusTimestampAfter")
+        if query.get(key)
+    }
+    for key in ("pageSize", "historyLength"):
+        number = query_int(request, key)
+        if number is not None:
+            params[key] = number
+    if "includeArtifacts" in query:
+        params["includeArtifacts"] = query["includeArtifacts"]
+    return params
+
+
+async def list_tasks(request: web.Request, call: Call) -> RestResult:
+    params = parse(ListTasksRequest, _list_params(request))
+    return (await call.service.list(call.principal, params)).dump()
+
+
+async def cancel(request: web.Request, call: Call) -> RestResult:
+    body = await json_body(request)
+    params = parse(CancelTaskRequest, {**body, "id": request.match_info["id"]})
+    return (await call.service.cancel(call.principal, params)).dump()
+
+
+async def subscribe(request: web.Request, call: Call) -> RestResult:
+    return _events(await call.service.subscribe(call.principal, request.match_info["id"]))
+
+
+async def push_not_supported(request: web.Request, call: Call) -> RestResult:
+    raise PushNotificationNotSupportedError
+
+
+async def extended_card(request: web.Request, call: Call) -> RestResult:
+    raise ExtendedAgentCardNotConfiguredError
+
+
+ROUTES = [
+    ("POST", "/message:send", send),
+    ("POST", "/message:stream", stream),
+    ("GET", "/tasks", list_tasks),
+    ("GET", f"/tasks/{TASK}", get_task),
+    ("POST", f"/tasks/{TASK}:cancel", cancel),
+    ("POST", f"/tasks/{TASK}:subscribe", subscribe),
+    ("GET", f"/tasks/{TASK}:subscribe", subscribe),
+    ("POST", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
+    ("GET", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
+    ("GET", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    ("DELETE", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    ("GET", "/extendedAgentCard", extended_card),
+]
+
+
+def add_routes(app: web.Application) -> None:
+    """Plain routes, then the `/{tenant}` forms. Register the v0.3 `/v1` routes first."""
+    for prefix in (REST_PREFIX, REST_PREFIX + "/{tenant:[^/:]+}"):
+        for method, path, handler in ROUTES:
+            app.router.add_route(method, prefix + path, route(handler, version=V1_0))

@@ -1,0 +1,121 @@
+"""Plumbing shared by both REST dialects: version and extension checks, bodies, errors, SSE.
+
+Every REST response is `application/json` (errors are `google.rpc.Status`, v1.0 §11.6) except
+streams, which are `text/event-stream`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from core.server.body import read_json_body
+from core.server.calls import ANONYMOUS, Call
+from core.server.errors import as_daemon_error
+from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.negotiation import check_extensions, request_version
+from core.server.sse import frame, stream_events
+from core.wire.errors import (
+    DaemonError,
+    InvalidParamsError,
+    MethodNotAllowedError,
+    MethodNotFoundError,
+    ParseError,
+    protocol_name,
+    rest_error,
+)
+from core.wire.versions import Version, require
+
+REST_PREFIX = "/a2a/rest"
+Events = AsyncIterator[dict[str, Any]]
+RestResult = dict[str, Any] | list[Any] | Events
+RestHandler = Callable[[web.Request, Call], Awaitable[RestResult]]
+Endpoint = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error_response(error: DaemonError, *, legacy: bool = False) -> web.Response:
+    """`google.rpc.Status` with the §5.4 HTTP status. v0.3 callers also get the error's type
+    name at the top level, which is what the reference v0.3 REST client maps to exceptions."""
+    status, body = rest_error(error)
+    if legacy:
+        body = {**body, "type": protocol_name(error), "message": error.message}
+    return web.json_response(body, status=status)
+
+
+async def json_body(request: web.Request) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body is `{}`."""
+    raw = await read_json_body(request)
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(f"Invalid JSON payload: {exc}") from exc
+    if not isinstance(body, dict):
+        raise InvalidParamsError("The request body must be a JSON object")
+    return body
+
+
+def query_int(request: web.Request, name: str) -> int | None:
+    value = request.query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise InvalidParamsError(
+            f"{name} must be an integer", violations=[(name, "must be an integer")]
+        ) from exc
+
+
+def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:
+    """Wrap a REST operation: negotiate, call, render the result or the error."""
+
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        settings = request.app[SETTINGS]
+        debug = settings.server.debug_errors
+        try:
+            require(request_version(request), version)
+            check_extensions(request, request.app[CARD].required_extensions)
+            result = await handler(request, Call(request.app[SERVICE], ANONYMOUS, {}))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
+            return error_response(as_daemon_error(exc, debug=debug), legacy=legacy)
+        if isinstance(result, dict | list):
+            return web.json_response(result)
+        return await stream_events(
+            request,
+            _frames(result, debug=debug),
+            ping_interval=settings.server.sse_ping_interval / 1000,
+        )
+
+    return endpoint
+
+
+async def _frames(events: Events, *, debug: bool) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            yield frame(event)
+    except Exception as exc:  # noqa: BLE001 - after the first byte an error is one final event
+        yield frame(rest_error(as_daemon_error(exc, debug=debug))[1], event="error")
+
+
+@web.middleware
+async def rest_not_found(request: web.Request, handler: Endpoint) -> web.StreamResponse:
+    """Unknown paths and wrong verbs under the REST prefix get a Status body, not HTML/text."""
+    try:
+        return await handler(request)
+    except web.HTTPNotFound:
+        if not request.path.startswith(REST_PREFIX):
+            raise
+        return error_response(MethodNotFoundError(f"No REST route {request.path}"))
+    except web.HTTPMethodNotAllowed as exc:
+        if not request.path.startswith(REST_PREFIX):
+            raise
+        response = error_response(
+            MethodNotAllowedError(f"{request.method} is not allowed on {request.path}")
+        )
+        response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
+        return response

@@ -1,0 +1,109 @@
+"""The v0.3 HTTP+JSON binding under `/a2a/rest/v1` (v0.3 proto ProtoJSON, a2a-protocol.md §2.2).
+
+Errors use the v1.0 `google.rpc.Status` body and statuses, as the reference SDK's compat layer
+does, plus the error's type name at the top level for v0.3 clients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from core.server.calls import Call, parse
+from core.server.keys import CARD
+from core.server.rest_common import REST_PREFIX, Events, RestResult, json_body, query_int, route
+from core.tasks.service import EventStream
+from core.wire import v03_rest
+from core.wire.errors import PushNotificationNotSupportedError
+from core.wire.models import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    SendMessageRequest,
+)
+from core.wire.versions import V0_3
+
+TASK = "{id:[^/:]+}"
+V1_PREFIX = REST_PREFIX + "/v1"
+
+
+async def _events(stream: EventStream, *, closes_at_interrupt: bool) -> Events:
+    async for event in stream:
+        yield v03_rest.event_out(event, closes_at_interrupt=closes_at_interrupt)
+
+
+async def _send_request(request: web.Request) -> SendMessageRequest:
+    return parse(SendMessageRequest, v03_rest.send_body_in(await json_body(request)))
+
+
+async def send(request: web.Request, call: Call) -> RestResult:
+    outcome = await call.service.send(call.principal, await _send_request(request))
+    if isinstance(outcome, Message):
+        return {"message": v03_rest.message_out(outcome)}
+    return {"task": v03_rest.task_out(outcome)}
+
+
+async def stream(request: web.Request, call: Call) -> RestResult:
+    events = await call.service.stream(call.principal, await _send_request(request))
+    return _events(events, closes_at_interrupt=True)
+
+
+def _history_length(request: web.Request) -> int | None:
+    # proto int32: 0 (or absent) means no limit in v0.3.
+    return query_int(request, "historyLength") or query_int(request, "history_length") or None
+
+
+async def get_task(request: web.Request, call: Call) -> RestResult:
+    params = {"id": request.match_info["id"], "historyLength": _history_length(request)}
+    task = await call.service.get(call.principal, parse(GetTaskRequest, params))
+    return v03_rest.task_out(task)
+
+
+async def list_tasks(request: web.Request, call: Call) -> RestResult:
+    params: dict[str, Any] = {"historyLength": _history_length(request)}
+    if request.query.get("contextId"):
+        params["contextId"] = request.query["contextId"]
+    page = await call.service.list(call.principal, parse(ListTasksRequest, params))
+    return [v03_rest.task_out(t) for t in page.tasks]
+
+
+async def cancel(request: web.Request, call: Call) -> RestResult:
+    await json_body(request)
+    params = parse(CancelTaskRequest, {"id": request.match_info["id"]})
+    return v03_rest.task_out(await call.service.cancel(call.principal, params))
+
+
+async def subscribe(request: web.Request, call: Call) -> RestResult:
+    events = await call.service.subscribe(call.principal, request.match_info["id"])
+    return _events(events, closes_at_interrupt=False)
+
+
+async def push_not_supported(request: web.Request, call: Call) -> RestResult:
+    raise PushNotificationNotSupportedError
+
+
+async def card(request: web.Request, call: Call) -> RestResult:
+    return request.app[CARD].document(request)
+
+
+ROUTES = [
+    ("POST", "/message:send", send),
+    ("POST", "/message:stream", stream),
+    ("GET", "/tasks", list_tasks),
+    ("GET", f"/tasks/{TASK}", get_task),
+    ("POST", f"/tasks/{TASK}:cancel", cancel),
+    ("GET", f"/tasks/{TASK}:subscribe", subscribe),
+    ("POST", f"/tasks/{TASK}:subscribe", subscribe),
+    ("POST", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
+    ("GET", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
+    ("GET", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    ("DELETE", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    ("GET", "/card", card),
+]
+
+
+def add_routes(app: web.Application) -> None:
+    for method, path, handler in ROUTES:
+        app.router.add_route(method, V1_PREFIX + path, route(handler, version=V0_3, legacy=True))
