@@ -40,7 +40,8 @@ STATE_IN = {state_out(s): s.value for s in TaskState}
 def _part_in(part: Any, where: str) -> Any:
     if not isinstance(part, dict):
         return part
-    kind = part.get("kind")
+    # `type` is the v0.2 discriminator: an explicit unknown one is rejected, never guessed.
+    kind = part.get("kind", part.get("type"))
     common = {k: part[k] for k in ("metadata",) if k in part}
     if kind is None:
         kind = next((k for k in ("text", "file", "data") if k in part), None)

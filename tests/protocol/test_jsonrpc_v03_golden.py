@@ -242,7 +242,13 @@ async def test_v03_method_with_v1_header(client: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    "part", [{"kind": "image", "image": "x"}, {"kind": "file"}, {"bogus": True}]
+    "part",
+    [
+        {"kind": "image", "image": "x"},
+        {"kind": "file"},
+        {"bogus": True},
+        {"type": "unsupported_type", "text": "x"},
+    ],
 )
 async def test_unknown_or_broken_part_kind(client: Client, part: dict[str, Any]) -> None:
     message = v03_message("x")
