@@ -142,8 +142,10 @@ class TaskService:
             try:
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
-                    if self._retention is not None and self._sweep_interval > 0:
-                        tg.start_soon(self._sweep_forever)
+                    if self._retention is not None:
+                        await self._sweep_once()
+                        if self._sweep_interval > 0:
+                            tg.start_soon(self._sweep_forever)
                     try:
                         yield self
                     finally:
@@ -171,12 +173,15 @@ class TaskService:
             return 0
         return await self._store.purge_terminal(utcnow() - self._retention)
 
+    async def _sweep_once(self) -> None:
+        purged = await self.sweep()
+        if purged:
+            log.info("tasks.purged", count=purged)
+
     async def _sweep_forever(self) -> None:
         while True:
-            purged = await self.sweep()
-            if purged:
-                log.info("tasks.purged", count=purged)
             await anyio.sleep(self._sweep_interval)
+            await self._sweep_once()
 
     # ----- reads -----------------------------------------------------------------------------
 

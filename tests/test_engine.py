@@ -1,0 +1,139 @@
+"""Engine behaviour through the real app: lanes, shutdown, keep-alives, disconnects, retention."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import anyio
+
+from core.tasks.store import InMemoryTaskStore
+from core.wire.enums import TaskState
+from core.wire.models import Task, TaskStatus
+from tests.conftest import Client, MakeClient, make_settings
+from tests.support.scripted import ScriptedBackend
+from tests.support.wire import V1, call, rpc, user_message
+
+
+async def _start(client: Client, text: str, **extra: object) -> str:
+    body = await call(
+        client,
+        "SendMessage",
+        {
+            "message": user_message(text, **extra),
+            "configuration": {"returnImmediately": True},
+        },
+    )
+    task_id: str = body["result"]["task"]["id"]
+    return task_id
+
+
+async def test_turns_of_one_context_queue_fifo(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    client = await make_client()
+    first = await _start(client, "block", contextId="c", messageId="m1")
+    await backend.entered(first).wait()
+    second = await _start(client, "echo: next", contextId="c", messageId="m2")
+    other = await _start(client, "echo: elsewhere", contextId="d", messageId="m3")
+    # A stream on the queued task starts at once with the task, before the lane frees.
+    stream = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": second})
+    )
+    line = await stream.content.readline()
+    assert b'"TASK_STATE_SUBMITTED"' in line
+    queued = await call(client, "GetTask", {"id": second})
+    assert queued["result"]["status"]["state"] == "TASK_STATE_SUBMITTED"
+    with anyio.fail_after(5):
+        await _until_state(client, other, "TASK_STATE_COMPLETED")
+    backend.release(first)
+    with anyio.fail_after(5):
+        await _until_state(client, second, "TASK_STATE_COMPLETED")
+    stream.close()
+    assert [t.message_id for t in backend.turns if t.context_id == "c"] == ["m1", "m2"]
+
+
+async def _until_state(client: Client, task_id: str, state: str) -> None:
+    """Follow the task's own stream until it reports `state` (no polling)."""
+    response = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": task_id})
+    )
+    if response.content_type == "application/json":  # already terminal
+        body = await call(client, "GetTask", {"id": task_id})
+        assert body["result"]["status"]["state"] == state
+        return
+    async for raw in response.content:
+        if state.encode() in raw:
+            response.close()
+            return
+    raise AssertionError(f"stream ended before {state}")
+
+
+async def test_shutdown_fails_running_turns_and_stops_backend(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    store = InMemoryTaskStore()
+    client = await make_client(store=store)
+    task_id = await _start(client, "block")
+    await backend.entered(task_id).wait()
+    await client.close()
+    task = await store.get("anonymous", task_id)
+    assert task is not None
+    assert task.status.state == TaskState.FAILED
+    assert task.status.message is not None
+    assert "shut down" in (task.status.message.parts[0].text or "")
+    assert backend.interrupted == [task_id]
+    assert backend.closed
+
+
+async def test_keep_alive_pings_while_idle(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    client = await make_client(make_settings(server={"ssePingInterval": 100}))
+    task_id = await _start(client, "block")
+    await backend.entered(task_id).wait()
+    response = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": task_id})
+    )
+    with anyio.fail_after(5):
+        async for raw in response.content:
+            if raw.startswith(b": ping"):
+                break
+    backend.release(task_id)
+    response.close()
+
+
+async def test_client_disconnect_never_cancels(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    client = await make_client()
+    response = await client.post(
+        "/a2a/jsonrpc",
+        headers=V1,
+        json=rpc("SendStreamingMessage", {"message": user_message("block")}),
+    )
+    first = await response.content.readline()
+    task_id = first.split(b'"id":"')[1].split(b'"')[0].decode()
+    await backend.entered(task_id).wait()
+    response.close()
+    backend.release(task_id)
+    with anyio.fail_after(5):
+        await _until_state(client, task_id, "TASK_STATE_COMPLETED")
+    assert backend.interrupted == []
+
+
+async def test_retention_sweep_runs_at_start(make_client: MakeClient) -> None:
+    store = InMemoryTaskStore()
+    old = datetime.now(UTC) - timedelta(days=30)
+    for task_id, state in (
+        ("old-done", TaskState.COMPLETED),
+        ("old-waiting", TaskState.INPUT_REQUIRED),
+    ):
+        await store.save(
+            "anonymous",
+            Task(id=task_id, context_id="c", status=TaskStatus(state=state, timestamp=old)),
+        )
+    client = await make_client(make_settings(storage={"retention": 24 * 3600 * 1000}), store=store)
+    gone = await call(client, "GetTask", {"id": "old-done"})
+    assert gone["error"]["code"] == -32001
+    kept = await call(client, "GetTask", {"id": "old-waiting"})
+    assert kept["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
