@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CONFIG ?= tests/conformance/tck.json
 PYTEST_ARGS ?=
 
-.PHONY: run test lint e2e bench clean
+.PHONY: run test lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
