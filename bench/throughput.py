@@ -54,9 +54,7 @@ async def _measure(
     ordered = sorted(latencies)
     p50 = statistics.median(ordered) * 1000
     p99 = ordered[int(len(ordered) * 0.99) - 1] * 1000
-    print(  # noqa: T201 - a benchmark reports on stdout
-        f"{name:<28} {total / elapsed:8.0f} req/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms"
-    )
+    print(f"{name:<28} {total / elapsed:8.0f} req/s   p50 {p50:6.2f} ms   p99 {p99:6.2f} ms")
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -102,7 +100,7 @@ async def main(args: argparse.Namespace) -> None:
                     async with http.get(f"{base}/.well-known/agent-card.json") as response:
                         await response.read()
 
-                print(  # noqa: T201
+                print(
                     f"storage={args.storage} requests={args.requests} "
                     f"concurrency={args.concurrency}"
                 )
@@ -113,7 +111,7 @@ async def main(args: argparse.Namespace) -> None:
         finally:
             await runner.cleanup()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS {peak:.0f} MiB (client and server in one process)")  # noqa: T201
+    print(f"peak RSS {peak:.0f} MiB (client and server in one process)")
 
 
 if __name__ == "__main__":
