@@ -39,14 +39,19 @@ class TurnLanes:
         lane.holders += 1
         return lane
 
+    def leave(self, principal: str, context_id: str, lane: Lane) -> None:
+        """Give up a place taken with `reserve()` (done by `turn()`; call it only if the turn
+        never starts)."""
+        lane.holders -= 1
+        key = (principal, context_id)
+        if lane.holders == 0 and self._lanes.get(key) is lane:
+            del self._lanes[key]
+
     @asynccontextmanager
     async def turn(self, principal: str, context_id: str, lane: Lane) -> AsyncIterator[None]:
-        """Wait for the lane reserved with `reserve()`, hold it for the body, then release."""
-        key = (principal, context_id)
+        """Wait for the lane reserved with `reserve()`, hold it for the body, then leave."""
         try:
             async with lane.lock:
                 yield
         finally:
-            lane.holders -= 1
-            if lane.holders == 0 and self._lanes.get(key) is lane:
-                del self._lanes[key]
+            self.leave(principal, context_id, lane)

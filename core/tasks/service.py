@@ -228,14 +228,14 @@ class TaskService:
     async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
         """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
         config = request.configuration
-        run = await self._accept(principal, request.message)
+        run, lane = await self._accept(principal, request.message)
         if config is not None and config.return_immediately:
             run.announce()
             snapshot = run.snapshot()
-            self._start(run, request)
+            self._start(run, lane, request)
             return apply_history_length(snapshot, config.history_length)
         stream = self._watch(run, at_interrupt=True)
-        self._start(run, request)
+        self._start(run, lane, request)
         async for _ in stream:
             pass
         if run.reply is not None:
@@ -245,9 +245,9 @@ class TaskService:
 
     async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
-        run = await self._accept(principal, request.message)
+        run, lane = await self._accept(principal, request.message)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
-        self._start(run, request)
+        self._start(run, lane, request)
         return stream
 
     async def subscribe(self, principal: str, task_id: str) -> EventStream:
@@ -279,57 +279,64 @@ class TaskService:
         ):
             del self._live[run.task.id]
 
-    async def _accept(self, principal: str, message: Message) -> TaskRun:
-        if message.task_id:
-            return await self._continue(principal, message)
-        context_id = message.context_id or str(uuid.uuid4())
-        task_id = str(uuid.uuid4())
-        user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
-        task = Task(
-            id=task_id,
-            context_id=context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
-            history=[user],
-        )
-        await self._store.save(principal, task)
-        run = TaskRun(principal, task, self._store)
-        self._live[task_id] = run
-        return run
+    async def _accept(self, principal: str, message: Message) -> tuple[TaskRun, Lane]:
+        """Validate, take a place in the context's lane, then persist the SUBMITTED task.
 
-    async def _continue(self, principal: str, message: Message) -> TaskRun:
-        task_id = message.task_id or ""
-        task = await self._load(principal, task_id)
-        state = task.status.state
-        if state.terminal:
-            raise UnsupportedOperationError(f"Task {task_id} is in terminal state: {state.value}")
-        if message.context_id and message.context_id != task.context_id:
-            raise InvalidParamsError(
-                f"Context {message.context_id} does not match context {task.context_id} "
-                f"of task {task_id}",
-                violations=[("message.contextId", "does not match the task's context")],
+        Everything between the checks and marking the run as running is synchronous, so two
+        concurrent follow-ups cannot both continue one task; a full lane refuses the message
+        before anything is stored.
+        """
+        if message.task_id:
+            task = await self._load(principal, message.task_id)
+            run = self._continuable(principal, task, message)
+            run.first_turn = False
+            user = message.model_copy(update={"context_id": task.context_id})
+        else:
+            context_id = message.context_id or str(uuid.uuid4())
+            task_id = str(uuid.uuid4())
+            user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
+            task = Task(
+                id=task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
             )
-        run = self._live.get(task_id)
-        if (run is not None and run.running) or not state.interrupted:
-            raise UnsupportedOperationError(
-                f"Task {task_id} is still running; wait until it needs input"
-            )
-        if run is None:
-            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
-            self._live[task_id] = run
-        user = message.model_copy(update={"context_id": task.context_id})
+            run = TaskRun(principal, task, self._store)
+        lane = self._lanes.reserve(principal, run.task.context_id)
+        run.running = True
+        run.finished = anyio.Event()
+        self._live[run.task.id] = run
         previous = run.task.status.message
         run.task.history = [*(run.task.history or []), *([previous] if previous else []), user]
         run.task.status = TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow())
-        run.first_turn = False
-        await self._store.save(principal, run.task)
-        return run
+        try:
+            await self._store.save(principal, run.task)
+        except BaseException:
+            self._lanes.leave(principal, run.task.context_id, lane)
+            run.running = False
+            self._release(run)
+            raise
+        return run, lane
 
-    def _start(self, run: TaskRun, request: SendMessageRequest) -> None:
+    def _continuable(self, principal: str, task: Task, message: Message) -> TaskRun:
+        state = task.status.state
+        if state.terminal:
+            raise UnsupportedOperationError(f"Task {task.id} is in terminal state: {state.value}")
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"Context {message.context_id} does not match context {task.context_id} "
+                f"of task {task.id}",
+                violations=[("message.contextId", "does not match the task's context")],
+            )
+        run = self._live.get(task.id)
+        if (run is not None and run.running) or not state.interrupted:
+            raise UnsupportedOperationError(
+                f"Task {task.id} is still running; wait until it needs input"
+            )
+        return run or TaskRun(principal, task, self._store, announced=True, first_turn=False)
+
+    def _start(self, run: TaskRun, lane: Lane, request: SendMessageRequest) -> None:
         if self._tg is None:
             raise RuntimeError("task service is not running")
-        run.running = True
-        run.finished = anyio.Event()
-        lane = self._lanes.reserve(run.principal, run.task.context_id)
         if lane.holders > 1:
             # Queued behind another turn: show the task now rather than after that turn.
             run.announce()
