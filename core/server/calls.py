@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from core.tasks.service import TaskService
 from core.wire.errors import from_validation
+from core.wire.models import StreamResponse
 
 ANONYMOUS = "anonymous"
 
@@ -28,6 +29,14 @@ class Streaming:
     """A streaming result: already-encoded events (dialect-specific dicts), in order."""
 
     events: AsyncIterator[dict[str, Any]]
+
+
+async def encoded(
+    stream: AsyncIterable[StreamResponse], encode: Callable[[StreamResponse], dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    """The stream's events in a dialect's wire form."""
+    async for event in stream:
+        yield encode(event)
 
 
 def parse(model: type[M], params: dict[str, Any], prefix: str = "") -> M:

@@ -6,25 +6,27 @@ from typing import Any
 
 from aiohttp import web
 
-from core.server.calls import Call, parse
-from core.server.rest_common import REST_PREFIX, Events, RestResult, json_body, query_int, route
-from core.tasks.service import EventStream
-from core.wire.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError
+from core.server.calls import Call, encoded, parse
+from core.server.rest_common import (
+    REST_PREFIX,
+    RestResult,
+    json_body,
+    push_config_routes,
+    query_int,
+    route,
+)
+from core.wire.errors import ExtendedAgentCardNotConfiguredError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
     SendMessageRequest,
+    StreamResponse,
 )
 from core.wire.versions import V1_0
 
 TASK = "{id:[^/:]+}"
-
-
-async def _events(stream: EventStream) -> Events:
-    async for event in stream:
-        yield event.dump()
 
 
 async def send(request: web.Request, call: Call) -> RestResult:
@@ -35,7 +37,7 @@ async def send(request: web.Request, call: Call) -> RestResult:
 
 async def stream(request: web.Request, call: Call) -> RestResult:
     body = parse(SendMessageRequest, await json_body(request))
-    return _events(await call.service.stream(call.principal, body))
+    return encoded(await call.service.stream(call.principal, body), StreamResponse.dump)
 
 
 async def get_task(request: web.Request, call: Call) -> RestResult:
@@ -71,11 +73,8 @@ async def cancel(request: web.Request, call: Call) -> RestResult:
 
 
 async def subscribe(request: web.Request, call: Call) -> RestResult:
-    return _events(await call.service.subscribe(call.principal, request.match_info["id"]))
-
-
-async def push_not_supported(request: web.Request, call: Call) -> RestResult:
-    raise PushNotificationNotSupportedError
+    stream = await call.service.subscribe(call.principal, request.match_info["id"])
+    return encoded(stream, StreamResponse.dump)
 
 
 async def extended_card(request: web.Request, call: Call) -> RestResult:
@@ -90,10 +89,7 @@ ROUTES = [
     ("POST", f"/tasks/{TASK}:cancel", cancel),
     ("POST", f"/tasks/{TASK}:subscribe", subscribe),
     ("GET", f"/tasks/{TASK}:subscribe", subscribe),
-    ("POST", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
-    ("GET", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
-    ("GET", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
-    ("DELETE", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    *push_config_routes(TASK),
     ("GET", "/extendedAgentCard", extended_card),
 ]
 

@@ -24,6 +24,7 @@ from core.wire.errors import (
     MethodNotAllowedError,
     MethodNotFoundError,
     ParseError,
+    PushNotificationNotSupportedError,
     protocol_name,
     rest_error,
 )
@@ -69,6 +70,21 @@ def query_int(request: web.Request, name: str) -> int | None:
         raise InvalidParamsError(
             f"{name} must be an integer", violations=[(name, "must be an integer")]
         ) from exc
+
+
+async def push_not_supported(request: web.Request, call: Call) -> RestResult:
+    raise PushNotificationNotSupportedError
+
+
+def push_config_routes(task: str) -> list[tuple[str, str, RestHandler]]:
+    """The push-config routes of a task path; push is not offered yet in either dialect."""
+    configs = f"/tasks/{task}/pushNotificationConfigs"
+    return [
+        ("POST", configs, push_not_supported),
+        ("GET", configs, push_not_supported),
+        ("GET", configs + "/{config_id}", push_not_supported),
+        ("DELETE", configs + "/{config_id}", push_not_supported),
+    ]
 
 
 def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:

@@ -6,22 +6,30 @@ does, plus the error's type name at the top level for v0.3 clients.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
 
-from core.server.calls import Call, parse
+from core.server.calls import Call, encoded, parse
 from core.server.keys import CARD
-from core.server.rest_common import REST_PREFIX, Events, RestResult, json_body, query_int, route
-from core.tasks.service import EventStream
+from core.server.rest_common import (
+    REST_PREFIX,
+    RestResult,
+    json_body,
+    push_config_routes,
+    query_int,
+    route,
+)
 from core.wire import v03_rest
-from core.wire.errors import PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
     SendMessageRequest,
+    StreamResponse,
 )
 from core.wire.versions import V0_3
 
@@ -29,9 +37,8 @@ TASK = "{id:[^/:]+}"
 V1_PREFIX = REST_PREFIX + "/v1"
 
 
-async def _events(stream: EventStream, *, closes_at_interrupt: bool) -> Events:
-    async for event in stream:
-        yield v03_rest.event_out(event, closes_at_interrupt=closes_at_interrupt)
+def _final_after(closes_at_interrupt: bool) -> Callable[[StreamResponse], dict[str, Any]]:
+    return partial(v03_rest.event_out, closes_at_interrupt=closes_at_interrupt)
 
 
 async def _send_request(request: web.Request) -> SendMessageRequest:
@@ -47,7 +54,7 @@ async def send(request: web.Request, call: Call) -> RestResult:
 
 async def stream(request: web.Request, call: Call) -> RestResult:
     events = await call.service.stream(call.principal, await _send_request(request))
-    return _events(events, closes_at_interrupt=True)
+    return encoded(events, _final_after(closes_at_interrupt=True))
 
 
 def _history_length(request: web.Request) -> int | None:
@@ -77,11 +84,7 @@ async def cancel(request: web.Request, call: Call) -> RestResult:
 
 async def subscribe(request: web.Request, call: Call) -> RestResult:
     events = await call.service.subscribe(call.principal, request.match_info["id"])
-    return _events(events, closes_at_interrupt=False)
-
-
-async def push_not_supported(request: web.Request, call: Call) -> RestResult:
-    raise PushNotificationNotSupportedError
+    return encoded(events, _final_after(closes_at_interrupt=False))
 
 
 async def card(request: web.Request, call: Call) -> RestResult:
@@ -96,10 +99,7 @@ ROUTES = [
     ("POST", f"/tasks/{TASK}:cancel", cancel),
     ("GET", f"/tasks/{TASK}:subscribe", subscribe),
     ("POST", f"/tasks/{TASK}:subscribe", subscribe),
-    ("POST", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
-    ("GET", f"/tasks/{TASK}/pushNotificationConfigs", push_not_supported),
-    ("GET", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
-    ("DELETE", f"/tasks/{TASK}/pushNotificationConfigs/{{config_id}}", push_not_supported),
+    *push_config_routes(TASK),
     ("GET", "/card", card),
 ]
 

@@ -2,29 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from core.server.calls import Call, Streaming, parse
+from core.server.calls import Call, Streaming, encoded, parse
 from core.server.rpc_v1 import Handler, Result, extended_card, push_not_supported
-from core.tasks.service import EventStream
 from core.wire import v03
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
     Message,
     SendMessageRequest,
+    StreamResponse,
     SubscribeToTaskRequest,
 )
 
 STREAMING = frozenset({"message/stream", "tasks/resubscribe"})
 
 
-async def _events(
-    stream: EventStream, *, closes_at_interrupt: bool
-) -> AsyncIterator[dict[str, Any]]:
-    async for event in stream:
-        yield v03.event_out(event, closes_at_interrupt=closes_at_interrupt)
+def _final_after(closes_at_interrupt: bool) -> Callable[[StreamResponse], dict[str, Any]]:
+    return partial(v03.event_out, closes_at_interrupt=closes_at_interrupt)
 
 
 def _send_request(call: Call) -> SendMessageRequest:
@@ -40,7 +38,7 @@ async def message_send(call: Call) -> Result:
 
 async def message_stream(call: Call) -> Result:
     stream = await call.service.stream(call.principal, _send_request(call))
-    return Streaming(_events(stream, closes_at_interrupt=True))
+    return Streaming(encoded(stream, _final_after(closes_at_interrupt=True)))
 
 
 async def tasks_get(call: Call) -> Result:
@@ -56,7 +54,7 @@ async def tasks_cancel(call: Call) -> Result:
 async def tasks_resubscribe(call: Call) -> Result:
     request = parse(SubscribeToTaskRequest, call.params)
     stream = await call.service.subscribe(call.principal, request.id)
-    return Streaming(_events(stream, closes_at_interrupt=False))
+    return Streaming(encoded(stream, _final_after(closes_at_interrupt=False)))
 
 
 METHODS: dict[str, Handler] = {

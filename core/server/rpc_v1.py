@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.server.calls import Call, Streaming, parse
-from core.tasks.service import EventStream
+from core.server.calls import Call, Streaming, encoded, parse
 from core.wire.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
@@ -14,16 +13,12 @@ from core.wire.models import (
     ListTasksRequest,
     Message,
     SendMessageRequest,
+    StreamResponse,
     SubscribeToTaskRequest,
 )
 
 Result = dict[str, Any] | None | Streaming
 Handler = Callable[[Call], Awaitable[Result]]
-
-
-async def _events(stream: EventStream) -> AsyncIterator[dict[str, Any]]:
-    async for event in stream:
-        yield event.dump()
 
 
 async def send_message(call: Call) -> Result:
@@ -35,7 +30,9 @@ async def send_message(call: Call) -> Result:
 
 async def send_streaming_message(call: Call) -> Result:
     request = parse(SendMessageRequest, call.params)
-    return Streaming(_events(await call.service.stream(call.principal, request)))
+    return Streaming(
+        encoded(await call.service.stream(call.principal, request), StreamResponse.dump)
+    )
 
 
 async def get_task(call: Call) -> Result:
@@ -55,7 +52,9 @@ async def cancel_task(call: Call) -> Result:
 
 async def subscribe_to_task(call: Call) -> Result:
     request = parse(SubscribeToTaskRequest, call.params)
-    return Streaming(_events(await call.service.subscribe(call.principal, request.id)))
+    return Streaming(
+        encoded(await call.service.subscribe(call.principal, request.id), StreamResponse.dump)
+    )
 
 
 async def push_not_supported(call: Call) -> Result:
