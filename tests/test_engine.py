@@ -137,3 +137,36 @@ async def test_retention_sweep_runs_at_start(make_client: MakeClient) -> None:
     assert gone["error"]["code"] == -32001
     kept = await call(client, "GetTask", {"id": "old-waiting"})
     assert kept["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_shutdown_ends_open_streams_and_fails_queued_turns(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    store = InMemoryTaskStore()
+    client = await make_client(store=store)
+    asked = await call(client, "SendMessage", {"message": user_message("ask: q?", contextId="a")})
+    waiting = asked["result"]["task"]["id"]
+    running = await _start(client, "block", contextId="c", messageId="m1")
+    await backend.entered(running).wait()
+    queued = await _start(client, "echo: later", contextId="c", messageId="m2")
+    watch_waiting = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": waiting})
+    )
+    watch_running = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": running})
+    )
+    await watch_waiting.content.readline()
+    await watch_running.content.readline()
+    with anyio.fail_after(5):  # far below the 10 s shutdown timeout the streams would cost
+        await client.server.close()
+        assert b"TASK_STATE_FAILED" in await watch_running.content.read()
+        await watch_waiting.content.read()
+    for task_id, state in (
+        (running, TaskState.FAILED),
+        (queued, TaskState.FAILED),
+        (waiting, TaskState.INPUT_REQUIRED),
+    ):
+        task = await store.get("anonymous", task_id)
+        assert task is not None
+        assert task.status.state == state, task_id
+    assert [t.message_id for t in backend.turns if t.context_id == "c"] == ["m1"]

@@ -55,6 +55,7 @@ def create_app(
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)
+    app.on_shutdown.append(_drain)
 
     card = app[CARD].handle
     app.router.add_get(WELL_KNOWN_CARD, card)
@@ -70,6 +71,11 @@ def create_app(
 
 async def _health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
+
+
+async def _drain(app: web.Application) -> None:
+    """aiohttp runs this after it stops accepting and before it waits for open requests."""
+    await app[SERVICE].drain()
 
 
 async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -149,7 +149,7 @@ class TaskService:
                     try:
                         yield self
                     finally:
-                        await self._stop_turns()
+                        await self.drain()
                         tg.cancel_scope.cancel()
             finally:
                 self._tg = None
@@ -157,12 +157,25 @@ class TaskService:
         finally:
             await self._store.close()
 
+    async def drain(self) -> None:
+        """Before shutdown: fail every running or queued turn with the shutdown reason (waiting
+        up to `shutdown_timeout` for agents to stop), then end every stream still open, so no
+        request handler waits on work that will not come. Idempotent."""
+        await self._stop_turns()
+        for run in list(self._live.values()):
+            run.broker.close()
+
     async def _stop_turns(self) -> None:
         runs = [r for r in self._live.values() if r.running]
         for run in runs:
             run.stop_reason = SHUTDOWN_REASON
             if run.scope is not None:
                 run.scope.cancel()
+            elif not run.task.status.state.terminal:
+                # Still queued in its lane: it will see the terminal state and never start.
+                await run.set_status(
+                    TaskState.FAILED, agent_message(run.task, [Part(text=SHUTDOWN_REASON)])
+                )
         with anyio.move_on_after(self._shutdown_timeout):
             for run in runs:
                 await run.finished.wait()
