@@ -33,8 +33,6 @@ from core.wire.jsonrpc import (
 )
 from core.wire.versions import V0_3, V1_0, require
 
-log = structlog.get_logger(__name__)
-
 
 def _reply(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> web.Response:
     error = as_daemon_error(exc, debug=debug)
@@ -82,10 +80,16 @@ async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> 
     return await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
 
 
+def _error_frame(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> bytes:
+    """v1.0 names error events `error`; v0.3 sends a plain `data:` line."""
+    error = failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect))
+    return frame(error, event="error" if dialect == "1.0" else None)
+
+
 async def _failed(
     request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool
 ) -> AsyncIterator[bytes]:
-    yield frame(failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect)))
+    yield _error_frame(request_id, exc, dialect, debug)
 
 
 async def _frames(
@@ -95,5 +99,4 @@ async def _frames(
         async for event in events:
             yield frame(success(request_id, event))
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is one final event
-        error = failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect))
-        yield frame(error, event="error" if dialect == "1.0" else None)
+        yield _error_frame(request_id, exc, dialect, debug)

@@ -52,7 +52,7 @@ async def stream_events(
                 async with lock:
                     await response.write(chunk)
             tg.cancel_scope.cancel()
-    except (ConnectionResetError, ConnectionError):
+    except ConnectionError:  # the client went away; the task goes on
         return response
     await response.write_eof()
     return response
