@@ -170,3 +170,21 @@ async def test_shutdown_ends_open_streams_and_fails_queued_turns(
         assert task is not None
         assert task.status.state == state, task_id
     assert [t.message_id for t in backend.turns if t.context_id == "c"] == ["m1"]
+
+
+async def test_store_failure_in_a_turn_does_not_stop_the_service(make_client: MakeClient) -> None:
+    class DiskFull(InMemoryTaskStore):
+        async def save(self, principal: str, task: Task) -> None:
+            if task.context_id == "doomed" and task.status.state != TaskState.SUBMITTED:
+                raise OSError("disk full")
+            await super().save(principal, task)
+
+    client = await make_client(store=DiskFull())
+    doomed = await call(
+        client, "SendMessage", {"message": user_message("echo: x", contextId="doomed")}
+    )
+    assert "result" in doomed or doomed["error"]["code"] == -32603
+    fine = await call(
+        client, "SendMessage", {"message": user_message("echo: fine", messageId="m2")}
+    )
+    assert fine["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

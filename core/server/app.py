@@ -52,6 +52,7 @@ def create_app(
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
         sweep_interval=storage.sweep_interval / 1000,
+        debug_errors=settings.server.debug_errors,
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)

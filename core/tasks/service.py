@@ -116,6 +116,7 @@ class TaskService:
         retention: timedelta | None = None,
         sweep_interval: float = 3600.0,
         progress: bool = True,
+        debug_errors: bool = False,
     ) -> None:
         self._store = store
         self._backend = backend
@@ -127,6 +128,7 @@ class TaskService:
         self._shutdown_timeout = shutdown_timeout
         self._retention = retention
         self._sweep_interval = sweep_interval
+        self._debug_errors = debug_errors
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -194,7 +196,10 @@ class TaskService:
     async def _sweep_forever(self) -> None:
         while True:
             await anyio.sleep(self._sweep_interval)
-            await self._sweep_once()
+            try:
+                await self._sweep_once()
+            except Exception:
+                log.exception("tasks.sweep_failed")
 
     # ----- reads -----------------------------------------------------------------------------
 
@@ -368,38 +373,44 @@ class TaskService:
         self._tg.start_soon(self._drive, run, turn, lane)
 
     async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
-        bound = log.bind(task_id=run.task.id, context_id=run.task.context_id)
+        """One turn, in the service's task group. Whatever goes wrong (the backend, even the
+        store) ends this turn only, never the service."""
         try:
             async with self._lanes.turn(run.principal, run.task.context_id, lane):
-                if run.task.status.state.terminal:
-                    return
-                with anyio.CancelScope() as scope:
-                    run.scope = scope
-                    try:
-                        await self._runner.run(run, turn)
-                    except Exception as exc:  # noqa: BLE001 - any backend failure fails the task
-                        error_id = uuid.uuid4().hex[:12]
-                        bound.exception("turn.failed", error_id=error_id)
-                        await run.set_status(
-                            TaskState.FAILED,
-                            agent_message(
-                                run.task,
-                                [Part(text=f"The agent failed (error id {error_id}): {exc}")],
-                            ),
-                        )
-                run.scope = None
-                if scope.cancelled_caught:
-                    # The consumer is gone; now make sure the agent itself stops.
-                    with anyio.move_on_after(self._cancel_timeout, shield=True):
-                        await self._backend.interrupt(turn)
-                        if not run.task.status.state.terminal:
-                            await self._finish_stopped(run)
+                if not run.task.status.state.terminal:
+                    await self._run_turn(run, turn)
+        except Exception:
+            log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
             run.running = False
             run.finished.set()
             if run.task.status.state.terminal or run.reply is not None:
                 run.broker.close()
             self._release(run)
+
+    async def _run_turn(self, run: TaskRun, turn: Turn) -> None:
+        with anyio.CancelScope() as scope:
+            run.scope = scope
+            try:
+                await self._runner.run(run, turn)
+            except Exception as exc:
+                error_id = uuid.uuid4().hex[:12]
+                log.exception(
+                    "turn.failed",
+                    error_id=error_id,
+                    task_id=run.task.id,
+                    backend=self._backend.name,
+                )
+                detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
+                text = f"The agent failed (error id {error_id}){detail}"
+                await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+        run.scope = None
+        if scope.cancelled_caught:
+            # The consumer is gone; now make sure the agent itself stops.
+            with anyio.move_on_after(self._cancel_timeout, shield=True):
+                await self._backend.interrupt(turn)
+                if not run.task.status.state.terminal:
+                    await self._finish_stopped(run)
 
     async def _finish_stopped(self, run: TaskRun) -> None:
         if run.stop_reason is None:

@@ -364,6 +364,7 @@ async def test_backend_crash_fails_task_with_error_id(client: Client) -> None:
     status = body["result"]["task"]["status"]
     assert status["state"] == "TASK_STATE_FAILED"
     assert "error id" in status["message"]["parts"][0]["text"]
+    assert "exploded" not in status["message"]["parts"][0]["text"]  # no internals leak
 
 
 async def test_version_header_required_for_v1_methods(client: Client) -> None:
