@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from core import logs
+from core import logs, registry
 from core.server.serve import serve
-from core.settings import ConfigError, load
+from core.settings import ConfigError, json_schema, load
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,7 +23,22 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (overrides server.host)")
     serve.add_argument("--port", type=int, help="port to bind, 0 = any free port")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    check = commands.add_parser("check", help="validate a config file and its backend name")
+    check.add_argument("config", type=Path)
+    commands.add_parser("schema", help="print the JSON Schema of the config file")
     return parser
+
+
+def _check(path: Path) -> int:
+    try:
+        settings = load(path)
+        sys.path.insert(0, os.getcwd())
+        registry.resolve(settings.backend)
+    except (ConfigError, registry.UnknownBackendError) as exc:
+        print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{path}: ok (backend {settings.backend})")
+    return 0
 
 
 def _announce(url: str) -> None:
@@ -31,6 +47,11 @@ def _announce(url: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "schema":
+        print(json.dumps(json_schema(), indent=2))
+        return 0
+    if args.command == "check":
+        return _check(args.config)
     logs.configure(args.log_level)
     overrides: dict[str, Any] = {"server": {}}
     if args.host is not None:

@@ -231,4 +231,13 @@ def load(
         raise ConfigError(_describe(exc)) from exc
 
 
-__all__ = ["ConfigError", "Settings", "load"]
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the config file (committed as config/schema.json; a test keeps it
+    in sync with the models)."""
+    schema = Settings.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "a2a-wrapper daemon config"
+    return schema
+
+
+__all__ = ["ConfigError", "Settings", "json_schema", "load"]

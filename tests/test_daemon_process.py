@@ -121,3 +121,26 @@ def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path) -> None:
         assert "shut down" in failed["status"]["message"]["parts"][0]["text"]
     finally:
         daemon.stop()
+
+
+def test_check_and_schema_commands(tmp_path: Path) -> None:
+    ok = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "check", "tests/conformance/tck.json"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"backend": "nope"}')
+    failed = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "check", str(bad)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert failed.returncode == 2
+    assert "unknown backend 'nope'" in failed.stderr
+    schema = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "schema"], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert '"additionalProperties": false' in schema.stdout

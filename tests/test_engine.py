@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 
+from core.backend import Health
 from core.tasks.store import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Task, TaskStatus
@@ -188,3 +189,19 @@ async def test_store_failure_in_a_turn_does_not_stop_the_service(make_client: Ma
         client, "SendMessage", {"message": user_message("echo: fine", messageId="m2")}
     )
     assert fine["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_healthz_reports_the_backend(make_client: MakeClient) -> None:
+    client = await make_client()
+    response = await client.get("/healthz")
+    assert response.status == 200
+    assert await response.json() == {"status": "ok", "backend": "scripted"}
+
+    class Sick(ScriptedBackend):
+        async def health(self) -> Health:
+            return Health(ok=False, detail="claude binary not found")
+
+    sick = await make_client(backend_=Sick())
+    response = await sick.get("/healthz")
+    assert response.status == 503
+    assert (await response.json())["detail"] == "claude binary not found"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
-from core.server.rest_common import rest_not_found
+from core.server.rest_common import Endpoint, rest_not_found
 from core.settings import Settings
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
@@ -41,7 +42,8 @@ def create_app(
 ) -> web.Application:
     """Build the daemon's app. `backend`/`store` default to what the settings name."""
     app = web.Application(
-        client_max_size=settings.server.max_body_bytes + 1, middlewares=[rest_not_found]
+        client_max_size=settings.server.max_body_bytes + 1,
+        middlewares=[bind_request_id, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
@@ -71,7 +73,20 @@ def create_app(
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    """200 while the backend says it is healthy, 503 otherwise (for load balancers)."""
+    service = request.app[SERVICE]
+    health = await service.health()
+    body = {"status": "ok" if health.ok else "unhealthy", "backend": service.backend_name}
+    if health.detail:
+        body["detail"] = health.detail
+    return web.json_response(body, status=200 if health.ok else 503)
+
+
+@web.middleware
+async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
+    """Every log line of a request (and of the turns it starts) carries its request_id."""
+    with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
+        return await handler(request)
 
 
 async def _drain(app: web.Application) -> None:

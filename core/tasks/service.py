@@ -18,7 +18,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from core.backend import Backend, Turn
+from core.backend import Backend, Health, Turn
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
 from core.tasks.lanes import Lane, TurnLanes
@@ -200,6 +200,13 @@ class TaskService:
                 await self._sweep_once()
             except Exception:
                 log.exception("tasks.sweep_failed")
+
+    async def health(self) -> Health:
+        return await self._backend.health()
+
+    @property
+    def backend_name(self) -> str:
+        return self._backend.name
 
     # ----- reads -----------------------------------------------------------------------------
 
