@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import anyio
 
-from core.backend import Health
+from core.backend import BackendEvent, Health, NeedsInput, Text, Turn
 from core.tasks.store import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Task, TaskStatus
@@ -205,3 +207,24 @@ async def test_healthz_reports_the_backend(make_client: MakeClient) -> None:
     response = await sick.get("/healthz")
     assert response.status == 503
     assert (await response.json())["detail"] == "claude binary not found"
+
+
+async def test_backend_generator_closed_when_turn_ends_early(make_client: MakeClient) -> None:
+    tasks: list[asyncio.Task[object] | None] = []
+
+    class Tracking(ScriptedBackend):
+        async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+            tasks.append(asyncio.current_task())
+            try:
+                yield NeedsInput("which one?")
+                yield Text("never reached")
+            finally:
+                # Closed by the turn itself, not later by a garbage-collection finalizer task.
+                tasks.append(asyncio.current_task())
+
+    client = await make_client(backend_=Tracking())
+    body = await call(client, "SendMessage", {"message": user_message("anything")})
+    task = body["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert len(tasks) == 2
+    assert tasks[0] is tasks[1]

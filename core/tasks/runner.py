@@ -51,13 +51,20 @@ class TurnRunner:
         """Run `turn` to its end state. Cancellation propagates; the caller finalises."""
         texts: list[str] = []
         deltas: list[str] = []
-        async for event in self._backend.run_turn(turn):
-            if isinstance(event, DirectReply) and run.first_turn and not run.announced:
-                await self._direct_reply(run, event)
-                return
-            outcome = await self._apply(run, event, texts, deltas)
-            if outcome:
-                return
+        events = self._backend.run_turn(turn)
+        try:
+            async for event in events:
+                if isinstance(event, DirectReply) and run.first_turn and not run.announced:
+                    await self._direct_reply(run, event)
+                    return
+                if await self._apply(run, event, texts, deltas):
+                    return
+        finally:
+            # A turn that ends early closes the backend's generator now, not at GC time, so
+            # its own cleanup (processes, sessions) runs in order.
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
         answer = "".join(texts) if texts else "".join(deltas)
         message = None
         if answer:
