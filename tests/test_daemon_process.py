@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,21 @@ import pytest
 from tests.support.daemon import EXE, Daemon
 
 V1 = {"A2A-Version": "1.0"}
+MakeDaemon = Callable[[dict[str, Any]], Daemon]
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
+    """Daemons made here are stopped at teardown even when the test fails half-way."""
+    made: list[Daemon] = []
+
+    def make(config: dict[str, Any]) -> Daemon:
+        made.append(Daemon(config, tmp_path))
+        return made[-1]
+
+    yield make
+    for daemon in made:
+        daemon.close()
 
 
 def _config(tmp_path: Path) -> dict[str, Any]:
@@ -37,8 +53,8 @@ def _message(message_id: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_serve_prints_url_and_stops_cleanly(tmp_path: Path, sig: int) -> None:
-    daemon = Daemon(_config(tmp_path), tmp_path)
+def test_serve_prints_url_and_stops_cleanly(tmp_path: Path, daemons: MakeDaemon, sig: int) -> None:
+    daemon = daemons(_config(tmp_path))
     url = daemon.start()
     card = httpx.get(f"{url}/.well-known/agent-card.json", timeout=10).json()
     assert card["supportedInterfaces"][0]["url"] == f"{url}/a2a/jsonrpc"
@@ -55,8 +71,8 @@ def test_bad_config_names_the_key(tmp_path: Path) -> None:
     assert "server.prot: unknown key" in done.stderr
 
 
-def test_tasks_survive_restart_and_running_tasks_fail(tmp_path: Path) -> None:
-    daemon = Daemon(_config(tmp_path), tmp_path)
+def test_tasks_survive_restart_and_running_tasks_fail(tmp_path: Path, daemons: MakeDaemon) -> None:
+    daemon = daemons(_config(tmp_path))
     url = daemon.start()
     done = _rpc(url, "SendMessage", _message("tck-complete-task-1"))["result"]["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -105,8 +121,8 @@ def test_tasks_survive_restart_and_running_tasks_fail(tmp_path: Path) -> None:
         assert daemon.stop() == 0
 
 
-def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path) -> None:
-    daemon = Daemon(_config(tmp_path), tmp_path)
+def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path, daemons: MakeDaemon) -> None:
+    daemon = daemons(_config(tmp_path))
     url = daemon.start()
     running = _rpc(
         url,

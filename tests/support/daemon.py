@@ -52,3 +52,8 @@ class Daemon:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+    def close(self) -> None:
+        """Make sure the process is gone (teardown; safe to call at any point)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
