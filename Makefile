@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Agent CLIs that ship on npm only (OpenCode, Copilot), pinned exactly; see docs/backends.md.
+TOOLS := .tools
+TOOLS_STAMP := $(TOOLS)/.installed
+NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102
 CONFIG ?= tests/conformance/tck.json
 PYTEST_ARGS ?=
 
@@ -11,13 +15,18 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,lint]"
+	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot]"
 	touch $(STAMP)
 
-run: $(STAMP)
+$(TOOLS_STAMP): Makefile
+	mkdir -p $(TOOLS)
+	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --loglevel=error $(NPM_TOOLS)
+	touch $(TOOLS_STAMP)
+
+run: $(STAMP) $(TOOLS_STAMP)
 	$(BIN)/a2a-wrapper serve $(CONFIG)
 
-test: $(STAMP)
+test: $(STAMP) $(TOOLS_STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -29,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.throughput
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

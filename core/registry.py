@@ -1,21 +1,27 @@
 """Maps a config's `backend` name to a backend factory.
 
 Built-in names resolve lazily to their wrapper package; anything of the form
-`package.module:attr` is imported as a third-party backend. The factory is called with the raw
-backend-specific config block (a dict) and returns a `Backend`.
+`package.module:attr` is imported as a third-party backend. A built-in factory is called with its
+validated config block (`core.backend.config`); a third-party one with the `options` dict. Either
+returns a `Backend`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from core.backend import Backend
 
-BackendFactory = Callable[[Mapping[str, Any]], Backend]
+BackendFactory = Callable[[Any], Backend]
 
-BUILTIN: dict[str, str] = {}
+BUILTIN: dict[str, str] = {
+    "claude": "wrappers.claude:create",
+    "codex": "wrappers.codex:create",
+    "opencode": "wrappers.opencode:create",
+    "copilot": "wrappers.copilot:create",
+}
 
 
 class UnknownBackendError(LookupError):
@@ -40,7 +46,8 @@ def resolve(name: str) -> BackendFactory:
     return factory  # type: ignore[no-any-return]
 
 
-def create_backend(name: str, options: Mapping[str, Any]) -> Backend:
+def create_backend(name: str, options: Any) -> Backend:
+    """Build the backend `name` from its config (the validated block for a built-in one)."""
     backend = resolve(name)(options)
     if not isinstance(backend, Backend):
         raise UnknownBackendError(f"backend {name!r} does not implement core.backend.Backend")

@@ -13,13 +13,19 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from core.backend.config import AgentBlock, Block
+from core.backend.config.claude import ClaudeConfig
+from core.backend.config.codex import CodexConfig
+from core.backend.config.copilot import CopilotConfig
+from core.backend.config.opencode import OpencodeConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
@@ -28,10 +34,7 @@ class ConfigError(ValueError):
     """The configuration is unusable; the message names the key path."""
 
 
-class Block(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
+BUILTIN_BLOCKS = ("claude", "codex", "opencode", "copilot")
 
 
 class SkillSettings(Block):
@@ -103,6 +106,44 @@ class StorageSettings(Block):
         return Path(state) / "a2a-wrapper" / "tasks.sqlite3"
 
 
+class SessionSettings(Block):
+    reuse_by_context: bool = Field(
+        default=True,
+        description="Continue a context's backend session on every message of that context; "
+        "false = a fresh backend session per message",
+    )
+    ttl: int = Field(
+        default=0, ge=0, description="ms from a session's creation until it expires; 0 = never"
+    )
+    cleanup_interval: int = Field(
+        default=300_000,
+        ge=0,
+        description="ms between sweeps that drop expired sessions; 0 = no sweep; only when ttl > 0",
+    )
+    max_queued_turns: int = Field(
+        default=16, ge=0, description="Turns that may wait behind the running one in a context"
+    )
+
+
+class TimeoutSettings(Block):
+    turn: int = Field(default=30 * 60_000, ge=0, description="ms wall clock per turn; 0 = none")
+    idle: int = Field(
+        default=5 * 60_000, ge=0, description="ms without any event from the agent; 0 = none"
+    )
+
+
+class OutputSettings(Block):
+    mode: Literal["final", "stream"] = Field(
+        default="final",
+        description="final: one response artifact at the end; stream: text deltas as artifact "
+        "chunks",
+    )
+    progress: bool = Field(
+        default=True, description="Tool calls and file changes as WORKING updates"
+    )
+    reasoning: bool = Field(default=False, description="Forward the agent's reasoning text")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         alias_generator=to_camel,
@@ -119,6 +160,13 @@ class Settings(BaseSettings):
     agent_card: AgentCardSettings = Field(default_factory=AgentCardSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
+    output: OutputSettings = Field(default_factory=OutputSettings)
+    claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
+    codex: CodexConfig = Field(default_factory=CodexConfig)
+    opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)
+    copilot: CopilotConfig = Field(default_factory=CopilotConfig)
     options: dict[str, JsonValue] = Field(
         default_factory=dict, description="Options passed to a third-party backend"
     )
@@ -134,6 +182,13 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init carries CLI flags merged over the file; env sits between them (see load()).
         return (init_settings,)
+
+    def backend_block(self) -> AgentBlock | None:
+        """The validated block of a built-in backend, or None for a third-party one."""
+        if self.backend in BUILTIN_BLOCKS:
+            block: AgentBlock = getattr(self, self.backend)
+            return block
+        return None
 
     def backend_options(self) -> dict[str, Any]:
         return dict(self.options)

@@ -50,7 +50,7 @@ def create_app(
     storage = settings.storage
     service = TaskService(
         store or build_store(settings),
-        backend or registry.create_backend(settings.backend, settings.backend_options()),
+        backend or registry.create_backend(settings.backend, _backend_config(settings)),
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
         sweep_interval=storage.sweep_interval / 1000,
@@ -70,6 +70,11 @@ def create_app(
     rest.add_routes(app)
     app.router.add_get("/healthz", _health)
     return app
+
+
+def _backend_config(settings: Settings) -> object:
+    block = settings.backend_block()
+    return block if block is not None else settings.backend_options()
 
 
 async def _health(request: web.Request) -> web.Response:

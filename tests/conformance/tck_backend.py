@@ -18,6 +18,7 @@ from core.backend import (
     BackendEvent,
     Content,
     DataContent,
+    Diagnosis,
     DirectReply,
     Failed,
     FileContent,
@@ -116,3 +117,9 @@ class TckBackend:
 
     async def health(self) -> Health:
         return Health(ok=True)
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return [Diagnosis("backend", ok=True, detail="in-process, nothing to check")]
+
+    def resume_command(self, session_id: str) -> str | None:
+        return None

@@ -18,6 +18,7 @@ import anyio
 
 from core.backend import (
     BackendEvent,
+    Diagnosis,
     DirectReply,
     Failed,
     Health,
@@ -92,3 +93,9 @@ class ScriptedBackend:
 
     async def health(self) -> Health:
         return Health(ok=True)
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return [Diagnosis("backend", ok=True, detail="in-process, nothing to check")]
+
+    def resume_command(self, session_id: str) -> str | None:
+        return None

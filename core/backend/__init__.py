@@ -1,8 +1,8 @@
 """The contract between the task engine and a coding-agent backend.
 
 A backend turns "one user turn in one session" into an ordered stream of neutral events. This
-module is the only thing wrappers import from the engine side; it imports nothing from the
-rest of `core`, so a backend never sees wire types or HTTP.
+package (with its config blocks) is the only thing wrappers import from the engine side; it
+imports nothing else from `core`, so a backend never sees wire types or HTTP.
 """
 
 from __future__ import annotations
@@ -176,6 +176,16 @@ class Health:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    """One line of `a2a-wrapper check`: what was checked, whether it is fine, and the detail
+    (never a secret's value)."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A coding agent behind the daemon.
@@ -200,3 +210,12 @@ class Backend(Protocol):
     async def drop_session(self, session_id: str) -> None: ...
 
     async def health(self) -> Health: ...
+
+    async def diagnose(self) -> list[Diagnosis]:
+        """Static checks for `a2a-wrapper check` (binary and version, working directory,
+        credentials present or not); callable without `start()`."""
+        ...
+
+    def resume_command(self, session_id: str) -> str | None:
+        """The terminal command that opens `session_id` in the agent's own CLI, if any."""
+        ...
