@@ -68,9 +68,13 @@ class CardProvider:
         """The merged card for both generations, or the strict v1.0 card when the settings
         say so or the request itself declares A2A-Version 1.x (v1.0 schemas are closed)."""
         strict = not self._settings.agent_card.v03_fields or _asks_for_v1(request)
+        return self.document_for(self.base_url(request), strict=strict)
+
+    def document_for(self, base_url: str, *, strict: bool) -> dict[str, Any]:
+        """The card as served at `base_url` (also what `a2a-wrapper check` shows)."""
         return card_document(
             self._card,
-            self.base_url(request),
+            base_url,
             INTERFACES,
             v03_fields=not strict,
             streaming=True,
