@@ -14,6 +14,7 @@ from aiohttp import web
 from core import registry
 from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
+from core.server.auth import Authenticator
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
 from core.server.rest_common import Endpoint, rest_not_found
@@ -29,6 +30,7 @@ log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
 def build_store(settings: Settings) -> TaskStore:
@@ -53,9 +55,10 @@ def create_app(
 ) -> web.Application:
     """Build the daemon's app. `backend` and the stores default to what the settings name;
     `clock` (tests) is what session expiry reads."""
+    auth = Authenticator(settings, PUBLIC_PATHS)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
@@ -75,6 +78,11 @@ def create_app(
         sessions=sessions,
         session_cleanup_interval=session.cleanup_interval / 1000,
         max_queued_turns=session.max_queued_turns,
+        max_concurrent_turns=settings.server.max_concurrent_turns,
+        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
+        max_waiting_turns=settings.server.max_queued_turns,
+        max_parts=settings.server.max_parts,
+        max_file_bytes=settings.server.max_file_bytes,
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         turn_timeout=timeouts.turn / 1000 or None,
         idle_timeout=timeouts.idle / 1000 or None,

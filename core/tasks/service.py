@@ -26,6 +26,7 @@ from core.sessions.store import InMemorySessionStore
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
 from core.tasks.lanes import Lane, TurnLanes
+from core.tasks.limits import TurnSlots, check_message
 from core.tasks.run import TaskRun, agent_message
 from core.tasks.runner import WRAPPER_METADATA_KEY, IdleTimeoutError, OutputMode, TurnRunner
 from core.tasks.store import TaskQuery, TaskStore
@@ -131,6 +132,11 @@ class TaskService:
         sessions: SessionManager | None = None,
         session_cleanup_interval: float = 0.0,
         max_queued_turns: int = 16,
+        max_concurrent_turns: int = 8,
+        max_concurrent_turns_per_principal: int = 0,
+        max_waiting_turns: int = 256,
+        max_parts: int = 64,
+        max_file_bytes: int = 8 * 1024 * 1024,
         cancel_timeout: float = 10.0,
         shutdown_timeout: float = 10.0,
         turn_timeout: float | None = None,
@@ -159,6 +165,11 @@ class TaskService:
         self._turn_timeout = turn_timeout
         self._idle_timeout = idle_timeout
         self._lanes = TurnLanes(max_queued_turns)
+        self._slots = TurnSlots(
+            max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
+        )
+        self._max_parts = max_parts
+        self._max_file_bytes = max_file_bytes
         self._live: dict[str, TaskRun] = {}
         self._tg: TaskGroup | None = None
         self._cancel_timeout = cancel_timeout
@@ -270,6 +281,12 @@ class TaskService:
                 log.exception("tasks.sweep_failed")
 
     async def health(self) -> Health:
+        """Ready to work: the task store takes a write and the backend is healthy."""
+        try:
+            await self._store.probe()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
+            log.warning("store.not_writable", error=type(exc).__name__)
+            return Health(ok=False, detail=f"task store is not writable: {type(exc).__name__}")
         return await self._backend.health()
 
     @property
@@ -379,6 +396,7 @@ class TaskService:
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
         before anything is stored.
         """
+        check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
         if message.task_id:
             task = await self._load(principal, message.task_id)
             run = self._continuable(principal, task, message)
@@ -395,6 +413,11 @@ class TaskService:
             )
             run = TaskRun(principal, task, self._store)
         lane = self._lanes.reserve(principal, run.task.context_id)
+        try:
+            self._slots.admit()
+        except BaseException:
+            self._lanes.leave(principal, run.task.context_id, lane)
+            raise
         run.running = True
         run.finished = anyio.Event()
         self._live[run.task.id] = run
@@ -405,6 +428,7 @@ class TaskService:
             await self._store.save(principal, run.task)
         except BaseException:
             self._lanes.leave(principal, run.task.context_id, lane)
+            self._slots.withdraw()
             run.running = False
             self._release(run)
             raise
@@ -448,13 +472,19 @@ class TaskService:
     async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
         """One turn, in the service's task group. Whatever goes wrong (the backend, even the
         store) ends this turn only, never the service."""
+        waiting = True
         try:
             async with self._lanes.turn(run.principal, run.task.context_id, lane):
                 if not run.task.status.state.terminal:
-                    await self._run_turn(run, turn)
+                    async with self._slots.turn(run.principal):
+                        waiting = False
+                        if not run.task.status.state.terminal:
+                            await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            if waiting:
+                self._slots.withdraw()
             run.running = False
             run.finished.set()
             if run.task.status.state.terminal or run.reply is not None:
