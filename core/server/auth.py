@@ -96,7 +96,7 @@ class Authenticator:
 
 
 def principal(request: web.Request) -> str:
-    return request.get(PRINCIPAL, ANONYMOUS)
+    return request[PRINCIPAL] if PRINCIPAL in request else ANONYMOUS
 
 
 def _refusal(status: int, code: str, message: str) -> web.Response:
