@@ -103,6 +103,11 @@ class OpencodeBackend:
         if stack is not None:
             await stack.aclose()
 
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the `opencode serve` child (None when attached or not started)."""
+        return self._server.pid
+
     async def health(self) -> Health:
         client = self._server.client
         if client is None:

@@ -85,6 +85,11 @@ class OpencodeClient:
         body = await self._request("GET", "/global/health")
         return body if isinstance(body, dict) else {}
 
+    async def providers(self) -> dict[str, Any]:
+        """GET /config/providers (also boots the directory's instance)."""
+        body = await self._request("GET", "/config/providers")
+        return body if isinstance(body, dict) else {}
+
     async def create_session(
         self, *, title: str, permission: list[dict[str, str]] | None = None
     ) -> dict[str, Any]:

@@ -69,7 +69,7 @@ class OpencodeServer:
         self._router = router
         self._directory = str(config.working_directory.expanduser().resolve())
         self._client: OpencodeClient | None = None
-        self._ready = anyio.Event()
+        self._ready: anyio.Event | None = None  # created in run(): anyio needs a running loop
         self._generation = 0
         self.version: str | None = None
         self.pid: int | None = None
@@ -81,7 +81,8 @@ class OpencodeServer:
 
     async def wait_ready(self, within: float) -> OpencodeClient:
         with anyio.move_on_after(within):
-            await self._ready.wait()
+            if self._ready is not None:
+                await self._ready.wait()
         if self._client is None:
             raise OpencodeUnavailableError("the OpenCode server is not running (restarting?)")
         return self._client
@@ -90,6 +91,7 @@ class OpencodeServer:
         """Start the server, report ready, and keep it up until cancelled."""
         failures = 0
         first = True
+        self._ready = anyio.Event()
         while True:
             try:
                 async with self._connected() as reason:
@@ -132,8 +134,12 @@ class OpencodeServer:
                 health = await client.health()
                 self.version = str(health.get("version") or "") or None
                 await tg.start(self._pump, client, ended)
+                # Boots the directory's instance (providers, plugins) now rather than in the
+                # first turn: 1-3 s on a 2-core machine.
+                await client.providers()
                 self._client = client
-                self._ready.set()
+                if self._ready is not None:
+                    self._ready.set()
                 log.info("opencode.server_ready", url=url, version=self.version, pid=self.pid)
                 yield ended
             finally:
@@ -143,6 +149,7 @@ class OpencodeServer:
                     await client.aclose()
                     if process is not None:
                         code = await stop_process_group(process)
+                        self.pid = None
                         log.info("opencode.server_stopped", pid=process.pid, code=code)
                 tg.cancel_scope.cancel()
 
