@@ -174,9 +174,10 @@ class OpencodeServer:
         try:
             if stdout is None or stderr is None:  # never: both are pipes
                 raise OpencodeUnavailableError("opencode serve has no output pipes")  # noqa: TRY301
-            tg.start_soon(self._drain, stderr, stderr_tail, "stderr")
-            url = await self._listening(stdout, stderr_tail)
-            tg.start_soon(self._drain, stdout, deque(maxlen=1), "stdout")
+            stderr_done = anyio.Event()
+            tg.start_soon(self._drain, stderr, stderr_tail, "stderr", stderr_done)
+            url = await self._listening(stdout, stderr_tail, stderr_done)
+            tg.start_soon(self._drain, stdout, deque(maxlen=1), "stdout", anyio.Event())
             tg.start_soon(self._watch, process, stderr_tail, ended)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -184,26 +185,36 @@ class OpencodeServer:
             raise
         return process, url
 
-    async def _listening(self, stdout: ByteReceiveStream, stderr_tail: deque[str]) -> str:
+    async def _listening(
+        self, stdout: ByteReceiveStream, stderr_tail: deque[str], stderr_done: anyio.Event
+    ) -> str:
         """The URL from the `opencode server listening on http://…` line."""
         timeout = self._config.startup_timeout / 1000
         buffered = ""
         with anyio.move_on_after(timeout):
             async for chunk in TextReceiveStream(stdout):
                 buffered += chunk
-                for line in buffered.splitlines():
+                *complete, buffered = buffered.split("\n")
+                for line in complete:
                     if line.startswith(_LISTENING):
                         return line[len(_LISTENING) :].strip()
+            with anyio.move_on_after(2):  # the reason is the last thing it wrote to stderr
+                await stderr_done.wait()
             last = stderr_tail[-1] if stderr_tail else "no output"
             raise OpencodeUnavailableError(f"opencode serve exited before listening: {last}")
         raise OpencodeUnavailableError(f"opencode serve did not listen within {timeout:g} s")
 
-    async def _drain(self, stream: ByteReceiveStream, tail: deque[str], name: str) -> None:
-        async for chunk in TextReceiveStream(stream, errors="replace"):
-            for line in chunk.splitlines():
-                if line.strip():
-                    tail.append(line.strip())
-                    log.debug("opencode.output", stream=name, line=line.strip()[:500])
+    async def _drain(
+        self, stream: ByteReceiveStream, tail: deque[str], name: str, done: anyio.Event
+    ) -> None:
+        try:
+            async for chunk in TextReceiveStream(stream, errors="replace"):
+                for line in chunk.splitlines():
+                    if line.strip():
+                        tail.append(line.strip())
+                        log.debug("opencode.output", stream=name, line=line.strip()[:500])
+        finally:
+            done.set()
 
     async def _watch(self, process: Process, stderr_tail: deque[str], ended: _Ended) -> None:
         code = await process.wait()

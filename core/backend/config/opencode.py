@@ -70,14 +70,13 @@ class OpencodeConfig(AgentBlock):
     @field_validator("permission", mode="before")
     @classmethod
     def _refuse_ask(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            for key, rule in value.items():
-                rules = rule.values() if isinstance(rule, dict) else [rule]
-                if "ask" in rules:
-                    raise ValueError(
-                        f"{key}: 'ask' needs an interactive approver, which a daemon does not "
-                        "have; use 'allow' or 'deny'"
-                    )
+        _refuse_ask(value)
+        return value
+
+    @field_validator("config")
+    @classmethod
+    def _refuse_ask_inline(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        _refuse_ask(value.get("permission"), prefix="permission.")
         return value
 
     @model_validator(mode="after")
@@ -100,7 +99,7 @@ class OpencodeConfig(AgentBlock):
             used = [key for key, set_ in managed.items() if set_]
             if used:
                 raise ValueError(
-                    f"{', '.join(used)} configure the server the daemon starts; with serverUrl "
+                    f"{', '.join(used)}: only for a server the daemon starts; with serverUrl "
                     "the server is already running (configure it there)"
                 )
         return self
@@ -108,3 +107,16 @@ class OpencodeConfig(AgentBlock):
     def permission_map(self) -> dict[str, PermissionRule]:
         """The effective permission map: the headless defaults, then the configured keys."""
         return {**DEFAULT_PERMISSION, **self.permission}
+
+
+def _refuse_ask(permission: Any, prefix: str = "") -> None:
+    """A daemon has nobody to answer OpenCode's "ask": refuse it with the reason."""
+    if not isinstance(permission, dict):
+        return
+    for key, rule in permission.items():
+        rules = rule.values() if isinstance(rule, dict) else [rule]
+        if "ask" in rules:
+            raise ValueError(
+                f"{prefix}{key}: 'ask' needs an interactive approver, which a daemon does not "
+                "have; use 'allow' or 'deny'"
+            )
