@@ -12,17 +12,11 @@ from aiohttp.test_utils import TestClient
 
 from core.server.app import create_app
 from core.settings import Settings, load
+from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 from wrappers.opencode.launch import OpencodeUnavailableError, find_binary
 
 Client = TestClient[Any, Any]
-
-# Quiet and hermetic: nothing but 127.0.0.1 (docs/backends.md#opencode).
-TEST_ENV = {
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-    "OPENCODE_DISABLE_SHARE": "1",
-}
 
 
 @pytest.fixture(scope="session")
@@ -38,29 +32,6 @@ def opencode_binary() -> Path:
 async def mock() -> AsyncIterator[OpenAIChatMock]:
     async with OpenAIChatMock() as server:
         yield server
-
-
-def provider_config(base_url: str, **options: Any) -> dict[str, Any]:
-    """An OpenCode config whose only provider is the mock (openai-compatible, bundled)."""
-    return {
-        "snapshot": False,
-        "small_model": "mock/mock-model",
-        "enabled_providers": ["mock"],
-        "provider": {
-            "mock": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Mock",
-                "options": {"baseURL": base_url, "apiKey": "mock-key", **options},
-                "models": {
-                    "mock-model": {
-                        "name": "Mock",
-                        "tool_call": True,
-                        "limit": {"context": 128000, "output": 4096},
-                    }
-                },
-            }
-        },
-    }
 
 
 @pytest.fixture

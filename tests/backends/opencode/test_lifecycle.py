@@ -16,7 +16,7 @@ import pytest
 
 from core.backend import Diagnosis, SessionBound, TextContent, TextDelta, Turn
 from core.backend.config.opencode import OpencodeConfig
-from tests.backends.opencode.conftest import TEST_ENV, provider_config
+from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 from wrappers.opencode import create
 from wrappers.opencode.launch import OpencodeUnavailableError
