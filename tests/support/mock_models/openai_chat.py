@@ -335,9 +335,10 @@ class OpenAIChatMock:
     def reply(
         self, reply: Reply | Responder, *, when: Matcher | None = None, times: int | None = None
     ) -> None:
-        """Answer requests that match `when` (a substring of the last message, when that is the
-        user's; or a predicate; None = every request) with `reply` (or what a responder returns; None falls through).
-        Rules are tried in the order they were added; `times` limits how often one applies."""
+        """Answer requests that match `when` with `reply` (or what a responder returns; None
+        falls through). `when` is a substring of the last message when that is the user's, or a
+        predicate on the request; None matches every request. Rules are tried in the order they
+        were added; `times` limits how often one applies."""
         self._rules.append(_Rule(reply, when, times))
 
     def release_stalls(self) -> None:
