@@ -47,7 +47,7 @@ log = structlog.get_logger(__name__)
 # A turn's end: OpenCode sends `session.idle` once more after it finalises an aborted or failed
 # message; this long at most we wait for that after an idle that came first.
 SETTLE_GRACE = 2.0
-INTERRUPT_TIMEOUT = 8.0  # s; the core gives interrupt() 10 s
+INTERRUPT_TIMEOUT = 5.0  # s; the core gives interrupt() 10 s in all
 READY_TIMEOUT = 60.0  # s a turn waits for a restarting server
 _HTTP_ERRORS = (OpencodeHTTPError, aiohttp.ClientError, OSError, TimeoutError)
 
@@ -213,26 +213,47 @@ class OpencodeBackend:
             log.warning("opencode.action_failed", action=type(action).__name__, error=str(exc))
 
     async def interrupt(self, turn: Turn) -> None:
-        """Abort the turn in OpenCode and return once the session is idle again."""
+        """Abort the turn in OpenCode and return once the session is idle again.
+
+        Should OpenCode still call the session busy after INTERRUPT_TIMEOUT, the server is
+        restarted (its other turns fail too): a cancelled turn must really stop.
+        """
         active = self._active.get(turn.task_id)
         if active is None:
             return
         mapper = active.mapper
         try:
             with anyio.move_on_after(INTERRUPT_TIMEOUT):
-                # The prompt was accepted; abort only once it runs, or it would run after.
-                while not mapper.started and not mapper.done:
-                    if not await self._feed_one(active):
-                        return
-                if not mapper.done:
-                    await active.client.abort(mapper.session_id)
-                while not mapper.done:
-                    if not await self._feed_one(active):
-                        return
-        except _HTTP_ERRORS as exc:
-            log.warning("opencode.abort_failed", session_id=mapper.session_id, error=str(exc))
+                await self._abort_and_settle(active)
+            if not mapper.done and await self._still_busy(active):
+                await self._server.restart(
+                    f"session {mapper.session_id} did not stop after an abort"
+                )
         finally:
             self._forget(turn.task_id)
+
+    async def _abort_and_settle(self, active: _ActiveTurn) -> None:
+        mapper = active.mapper
+        # The prompt was accepted; abort only once it runs, or it would run after the abort.
+        while not mapper.started and not mapper.done:
+            if not await self._feed_one(active):
+                return
+        if not mapper.done:
+            try:
+                await active.client.abort(mapper.session_id)
+            except _HTTP_ERRORS as exc:
+                log.warning("opencode.abort_failed", session_id=mapper.session_id, error=str(exc))
+                return
+        while not mapper.done:
+            if not await self._feed_one(active):
+                return
+
+    async def _still_busy(self, active: _ActiveTurn) -> bool:
+        try:
+            with anyio.fail_after(2):
+                return active.mapper.session_id in await active.client.busy_sessions()
+        except _HTTP_ERRORS:
+            return False  # the server is gone or restarting: nothing left running
 
     async def _feed_one(self, active: _ActiveTurn) -> bool:
         """Feed the next event to the mapper; False when no more will come."""

@@ -70,6 +70,8 @@ class OpencodeServer:
         self._directory = str(config.working_directory.expanduser().resolve())
         self._client: OpencodeClient | None = None
         self._ready: anyio.Event | None = None  # created in run(): anyio needs a running loop
+        self._current: _Ended | None = None
+        self._stopped: anyio.Event | None = None
         self._generation = 0
         self.version: str | None = None
         self.pid: int | None = None
@@ -117,9 +119,21 @@ class OpencodeServer:
             log.warning("opencode.server_restart", reason=exit_reason, delay_s=delay)
             await anyio.sleep(delay)  # back off between restarts of a crashing server
 
+    async def restart(self, reason: str) -> None:
+        """Stop the running child (its turns fail with `reason`) and return once it is gone;
+        the supervisor then starts a new one. Attached servers are not ours to restart."""
+        ended, stopped = self._current, self._stopped
+        if self._config.server_url or ended is None or stopped is None:
+            return
+        log.error("opencode.server_forced_restart", reason=reason)
+        ended.set(reason)
+        await stopped.wait()
+
     @asynccontextmanager
     async def _connected(self) -> AsyncIterator[_Ended]:
         ended = _Ended()
+        stopped = anyio.Event()
+        self._current, self._stopped = ended, stopped
         async with anyio.create_task_group() as tg:
             if self._config.server_url:
                 url, password, user = split_credentials(self._config.server_url)
@@ -151,6 +165,7 @@ class OpencodeServer:
                         code = await stop_process_group(process)
                         self.pid = None
                         log.info("opencode.server_stopped", pid=process.pid, code=code)
+                stopped.set()
                 tg.cancel_scope.cancel()
 
     async def _pump(
