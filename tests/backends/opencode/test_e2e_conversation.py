@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +137,22 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_mcp_servers_reach_opencode_as_tools(
+    opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
+) -> None:
+    server = {
+        "type": "stdio",
+        "command": sys.executable,
+        "args": [str(Path(__file__).with_name("mcp_upper.py"))],
+        "env": {"MCP_MARK": "UPPER"},
+    }
+    mock.reply(ToolCallReply("upper_shout", {"text": "hi there"}), when="shout it")
+    client = await start_daemon(opencode_settings(opencode={"mcpServers": {"upper": server}}))
+
+    task = await send(client, "Please shout it.")
+
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+    assert answer(task) == "TOOL RESULT SEEN: UPPER:HI THERE"
+    assert "upper_shout" in mock.matching("shout it")[0].tool_names
