@@ -7,6 +7,7 @@ a tool-using turn shown as progress.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
 import sys
@@ -17,6 +18,7 @@ import pytest
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
 from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply, ToolCallReply
+from tests.support.wire import call
 from wrappers.opencode import create
 
 pytestmark = pytest.mark.timeout(120)
@@ -156,3 +158,28 @@ async def test_mcp_servers_reach_opencode_as_tools(
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
     assert answer(task) == "TOOL RESULT SEEN: UPPER:HI THERE"
     assert "upper_shout" in mock.matching("shout it")[0].tool_names
+
+
+async def test_file_and_data_parts_reach_the_model(
+    opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
+) -> None:
+    client = await start_daemon(opencode_settings())
+    message = {
+        "messageId": "m-1",
+        "role": "ROLE_USER",
+        "parts": [
+            {"text": "Read the attachment."},
+            {
+                "raw": base64.b64encode(b"The attachment says BERRY.").decode(),
+                "mediaType": "text/plain",
+                "filename": "notes.txt",
+            },
+            {"data": {"ticket": "T-42"}},
+        ],
+    }
+    body = await call(client, "SendMessage", {"message": message})
+
+    assert body["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", body
+    request = await mock.wait_for_request(lambda r: "Read the attachment." in r.transcript)
+    assert "The attachment says BERRY." in request.transcript
+    assert '"ticket": "T-42"' in request.transcript
