@@ -48,6 +48,8 @@ class TaskRun:
     first_turn: bool = True
     reply: Message | None = None
     scope: anyio.CancelScope | None = None
+    # While the turn waits for its lane or a turn slot: cancelling it gives the place back.
+    queued_scope: anyio.CancelScope | None = None
     finished: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str | None = None
 

@@ -253,10 +253,12 @@ class TaskService:
             if run.scope is not None:
                 run.scope.cancel()
             elif not run.task.status.state.terminal:
-                # Still queued in its lane: it will see the terminal state and never start.
+                # Still queued: it never starts.
                 await run.set_status(
                     TaskState.FAILED, agent_message(run.task, [Part(text=SHUTDOWN_REASON)])
                 )
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
         with anyio.move_on_after(self._shutdown_timeout):
             for run in runs:
                 await run.finished.wait()
@@ -474,15 +476,19 @@ class TaskService:
         store) ends this turn only, never the service."""
         waiting = True
         try:
-            async with self._lanes.turn(run.principal, run.task.context_id, lane):
-                if not run.task.status.state.terminal:
-                    async with self._slots.turn(run.principal):
-                        waiting = False
-                        if not run.task.status.state.terminal:
-                            await self._run_turn(run, turn)
+            with anyio.CancelScope() as queued:
+                run.queued_scope = queued
+                async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                    if not run.task.status.state.terminal:
+                        async with self._slots.turn(run.principal):
+                            waiting = False
+                            run.queued_scope = None
+                            if not run.task.status.state.terminal:
+                                await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            run.queued_scope = None
             if waiting:
                 self._slots.withdraw()
             run.running = False
@@ -586,8 +592,10 @@ class TaskService:
                 with anyio.move_on_after(self._cancel_timeout):
                     await run.finished.wait()
             else:
-                # Still queued behind another turn: it sees the terminal state and never starts.
+                # Still queued: it never starts, and its place goes to the next one at once.
                 await run.set_status(TaskState.CANCELED)
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
             return run.snapshot()
         if run is None:
             run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
