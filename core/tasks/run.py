@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import anyio
+import structlog
 
 from core.tasks.broker import TaskBroker
 from core.tasks.store import TaskStore
@@ -25,6 +26,8 @@ from core.wire.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+
+log = structlog.get_logger(__name__)
 
 
 def agent_message(task: Task, parts: list[Part]) -> Message:
@@ -68,6 +71,12 @@ class TaskRun:
         if previous.message is not None:
             self.task.history = [*(self.task.history or []), previous.message]
         self.task.status = TaskStatus(state=state, message=message, timestamp=utcnow())
+        log.info(
+            "task.state",
+            task_id=self.task.id,
+            context_id=self.task.context_id,
+            state=state.value,
+        )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self.store.save(self.principal, self.task)
         self.broker.publish(
