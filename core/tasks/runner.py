@@ -114,10 +114,11 @@ class TurnRunner:
                     return
                 if isinstance(event, SessionBound) and on_session is not None:
                     await on_session(event.session_id)
+                run.cause = event
                 if answer.held is not None and not isinstance(event, Text | TextDelta):
                     # Anything else happening (a tool call, say) may take long: send the
                     # chunk held back now.
-                    self._flush(run, answer, last_chunk=False)
+                    await self._flush(run, answer, last_chunk=False)
                 if await self._apply(run, event, answer):
                     return
         finally:
@@ -127,12 +128,13 @@ class TurnRunner:
             if close is not None:
                 with anyio.CancelScope(shield=True):
                     await close()
+        run.cause = None
         text = answer.text
         message = None
         if self._stream and (answer.chunks or answer.held is not None):
-            self._flush(run, answer, last_chunk=True)
+            await self._flush(run, answer, last_chunk=True)
         elif text:
-            run.add_artifact(
+            await run.add_artifact(
                 Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
                 append=False,
                 last_chunk=True,
@@ -141,15 +143,15 @@ class TurnRunner:
             message = agent_message(run.task, [Part(text=text)])
         await run.set_status(TaskState.COMPLETED, message)
 
-    def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
+    async def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
         """Stream mode: send the held chunk, hold this one (the last one carries lastChunk)."""
         if answer.held is not None:
-            self._flush(run, answer, last_chunk=False)
+            await self._flush(run, answer, last_chunk=False)
         answer.held = text
 
-    def _flush(self, run: TaskRun, answer: _Answer, *, last_chunk: bool) -> None:
+    async def _flush(self, run: TaskRun, answer: _Answer, *, last_chunk: bool) -> None:
         text, answer.held = answer.held or "", None
-        run.add_artifact(
+        await run.add_artifact(
             Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
             append=answer.chunks > 0,
             last_chunk=last_chunk,
@@ -173,19 +175,19 @@ class TurnRunner:
                 }
             case Progress(text=text):
                 await self._working(run)
-                run.progress(text)
+                await run.progress(text)
             case Reasoning(text=text):
                 await self._working(run)
                 if self._reasoning and text:
-                    run.progress(text)
+                    await run.progress(text)
             case ToolCall() | ToolResult() | FileChange():
                 await self._working(run)
                 note = _describe(event)
                 if self._progress and note:
-                    run.progress(note)
+                    await run.progress(note)
             case ArtifactOut():
                 await self._working(run)
-                run.add_artifact(
+                await run.add_artifact(
                     Artifact(
                         artifact_id=event.artifact_id or str(uuid.uuid4()),
                         name=event.name,
@@ -217,7 +219,7 @@ class TurnRunner:
         if isinstance(event, TextDelta) or self._stream:
             await self._working(run)
         if self._stream:
-            self._chunk(run, answer, event.text)
+            await self._chunk(run, answer, event.text)
 
     async def _working(self, run: TaskRun) -> None:
         if run.task.status.state != TaskState.WORKING:

@@ -25,6 +25,7 @@ from core.sessions.manager import Lease, SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
+from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
 from core.tasks.limits import TurnSlots, check_message
 from core.tasks.run import TaskRun, agent_message
@@ -150,8 +151,10 @@ class TaskService:
         progress: bool = True,
         reasoning: bool = False,
         debug_errors: bool = False,
+        hooks: Hooks = NO_HOOKS,
     ) -> None:
         self._store = store
+        self._hooks = hooks
         self._backend = backend
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
@@ -531,6 +534,14 @@ class TaskService:
         started: Turn | None = None
         with anyio.CancelScope() as scope:
             run.scope = scope
+            run.hooks, run.turn, run.cause = self._hooks, turn, None
+            refusal = await self._hooks.refusal(turn)
+            if refusal is not None:
+                log.info("turn.refused", task_id=run.task.id)
+                await run.set_status(
+                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
+                )
+                return
             lease = await self._sessions.begin(
                 run.principal, run.task.context_id, task_session=self._task_session(run)
             )
@@ -540,6 +551,7 @@ class TaskService:
                     utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
                 )
                 started = replace(turn, session_id=lease.session_id, deadline=deadline)
+                run.turn = started
                 timed_out = await self._run_bounded(run, started, lease)
             finally:
                 with anyio.CancelScope(shield=True):

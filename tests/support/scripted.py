@@ -7,6 +7,7 @@ The prompt says what to do, so tests read as conversations:
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
   `stall`     report progress, then wait forever (for idle timeouts)
+  `tool: N`   call tool N, then answer
 Anything else is echoed back.
 
 Sessions behave like an agent's: a turn without a session id starts a new one (a fresh id),
@@ -18,7 +19,7 @@ backend object, so a test can hand the same backend to a second app to play a da
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -35,8 +36,20 @@ from core.backend import (
     Text,
     TextContent,
     TextDelta,
+    ToolCall,
     Turn,
 )
+
+# Commands whose events depend on the argument only.
+_SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
+    "echo": lambda arg: [Text(arg)],
+    "ask": lambda arg: [NeedsInput(arg)],
+    "fail": lambda arg: [Failed("error", arg)],
+    "reject": lambda arg: [Failed("rejected", arg)],
+    "reply": lambda arg: [DirectReply((TextContent(arg),))],
+    "deltas": lambda arg: [TextDelta(piece) for piece in arg.split("|")],
+    "tool": lambda arg: [ToolCall("call-1", arg, {"command": "ls"}), Text(f"ran {arg}")],
+}
 
 
 class ScriptedBackend:
@@ -72,23 +85,14 @@ class ScriptedBackend:
         session_id, earlier = self._open_session(turn)
         yield SessionBound(session_id)
         command, _, arg = turn.text.partition(":")
-        arg = arg.strip()
-        match command.strip():
-            case "echo":
-                yield Text(arg)
-            case "ask":
-                yield NeedsInput(arg)
-            case "fail":
-                yield Failed("error", arg)
-            case "reject":
-                yield Failed("rejected", arg)
+        command, arg = command.strip(), arg.strip()
+        if command in _SCRIPTED:
+            for event in _SCRIPTED[command](arg):
+                yield event
+            return
+        match command:
             case "crash":
                 raise RuntimeError("backend exploded")
-            case "reply":
-                yield DirectReply((TextContent(arg),))
-            case "deltas":
-                for piece in arg.split("|"):
-                    yield TextDelta(piece)
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
             case "stall":
