@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -22,6 +23,7 @@ from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
+from core.tasks.hooks import Hooks, load_hook
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskStore
@@ -92,6 +94,10 @@ def create_app(
         progress=settings.output.progress,
         reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
+        hooks=build_hooks(settings),
+        approvals=settings.approvals.mode,
+        approval_timeout=settings.approvals.timeout / 1000,
+        approval_on_timeout=settings.approvals.on_timeout,
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)
@@ -105,8 +111,21 @@ def create_app(
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)
-    app.router.add_get("/healthz", _health)
+    app.router.add_get("/health", _alive)
+    app.router.add_get("/ready", _ready)
+    app.router.add_get("/healthz", _ready)
     return app
+
+
+def build_hooks(settings: Settings) -> Hooks:
+    """Import the configured policy hooks (a wrong reference fails at start, not mid-turn)."""
+    config = settings.hooks
+    return Hooks(
+        before_turn=load_hook(config.before_turn) if config.before_turn else None,
+        after_event=load_hook(config.after_event) if config.after_event else None,
+        after_turn=load_hook(config.after_turn) if config.after_turn else None,
+        timeout=config.timeout / 1000,
+    )
 
 
 def backend_config(settings: Settings) -> object:
@@ -115,11 +134,17 @@ def backend_config(settings: Settings) -> object:
     return block if block is not None else settings.backend_options()
 
 
-async def _health(request: web.Request) -> web.Response:
-    """200 while the backend says it is healthy, 503 otherwise (for load balancers)."""
+async def _alive(request: web.Request) -> web.Response:
+    """The process is up and serving HTTP (liveness)."""
+    return web.json_response({"status": "ok"})
+
+
+async def _ready(request: web.Request) -> web.Response:
+    """200 when the store takes a write and the backend says it is healthy, 503 otherwise
+    (readiness, for load balancers). `/healthz` is the same check."""
     service = request.app[SERVICE]
     health = await service.health()
-    body = {"status": "ok" if health.ok else "unhealthy", "backend": service.backend_name}
+    body = {"status": "ok" if health.ok else "unavailable", "backend": service.backend_name}
     if health.detail:
         body["detail"] = health.detail
     return web.json_response(body, status=200 if health.ok else 503)
@@ -127,9 +152,27 @@ async def _health(request: web.Request) -> web.Response:
 
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
-    """Every log line of a request (and of the turns it starts) carries its request_id."""
+    """Every log line of a request (and of the turns it starts) carries its request_id; one
+    line per request says how it ended (never its body: no prompts, no tokens)."""
+    started = time.perf_counter()
+    status = 500
     with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
-        return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        else:
+            status = response.status
+            return response
+        finally:
+            log.info(
+                "http.request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 1),
+            )
 
 
 async def _drain(app: web.Application) -> None:
