@@ -34,6 +34,7 @@ from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_mess
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
+    AnswerApproval,
     RejectPermission,
     RejectQuestion,
     TurnMapper,
@@ -49,6 +50,7 @@ log = structlog.get_logger(__name__)
 SETTLE_GRACE = 2.0
 INTERRUPT_TIMEOUT = 5.0  # s; the core gives interrupt() 10 s in all
 READY_TIMEOUT = 60.0  # s a turn waits for a restarting server
+_REPLIES = {"approve": "once", "approve_always": "always", "deny": "reject"}
 _HTTP_ERRORS = (OpencodeHTTPError, aiohttp.ClientError, OSError, TimeoutError)
 
 
@@ -139,7 +141,12 @@ class OpencodeBackend:
             return
         yield SessionBound(session_id)
         message_id = new_message_id()
-        mapper = TurnMapper(session_id, message_id, max_retries=self.config.max_retries)
+        mapper = TurnMapper(
+            session_id,
+            message_id,
+            max_retries=self.config.max_retries,
+            approvals=turn.approvals,
+        )
         active = _ActiveTurn(mapper, self._router.subscribe(session_id), client)
         self._active[turn.task_id] = active
         ended = False
@@ -186,10 +193,11 @@ class OpencodeBackend:
                 mapper.failure = item.reason
                 return
             step = mapper.feed(item)
-            for action in step.actions:
-                await self._act(active, action)
             for event in step.events:
                 yield event
+            # After the events: an approval is answered once the engine resumed us.
+            for action in step.actions:
+                await self._act(active, action)
 
     async def _next(self, active: _ActiveTurn) -> dict[str, Any] | Lost | None:
         if not active.mapper.idle_seen:
@@ -206,6 +214,11 @@ class OpencodeBackend:
                     await active.client.reply_permission(request_id, "reject", message)
                 case RejectQuestion(request_id=request_id):
                     await active.client.reject_question(request_id)
+                case AnswerApproval(request_id=request_id, request=request):
+                    answer = await request.reply.wait()
+                    reply = _REPLIES[answer.decision]
+                    message = answer.message or ("" if reply != "reject" else "Denied.")
+                    await active.client.reply_permission(request_id, reply, message)
                 case AbortTurn(reason=reason):
                     log.warning("opencode.turn_abort", session_id=session_id, reason=reason)
                     await active.client.abort(session_id)

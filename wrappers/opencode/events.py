@@ -15,9 +15,10 @@ aborted or failed message is finalised and another after).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from core.backend import (
+    ApprovalRequest,
     BackendEvent,
     FileChange,
     Progress,
@@ -50,7 +51,16 @@ class AbortTurn:
     reason: str
 
 
-Action = RejectPermission | RejectQuestion | AbortTurn
+@dataclass(frozen=True)
+class AnswerApproval:
+    """Wait for the caller's answer to `request` (the engine pauses the task), then pass it
+    to OpenCode."""
+
+    request_id: str
+    request: ApprovalRequest
+
+
+Action = RejectPermission | RejectQuestion | AbortTurn | AnswerApproval
 
 
 @dataclass
@@ -82,12 +92,22 @@ class TurnMapper:
     """Maps the events of one session to one turn's BackendEvents (see the module docstring).
 
     `max_retries`: after that many model retries the mapper asks for an abort (None = never).
+    `approvals`: "ask" turns OpenCode's permission requests into ApprovalRequests for the
+    caller; "policy" denies them (nobody is there to answer).
     """
 
-    def __init__(self, session_id: str, message_id: str, *, max_retries: int | None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        max_retries: int | None,
+        approvals: Literal["policy", "ask"] = "policy",
+    ) -> None:
         self.session_id = session_id
         self.message_id = message_id
         self.max_retries = max_retries
+        self.approvals = approvals
         self.started = False  # our user message was seen
         self.idle_seen = False
         self.done = False
@@ -139,14 +159,7 @@ class TurnMapper:
                 self.idle_seen = True
                 self.done = self.settled
             case "permission.asked" if self.started:
-                step.actions.append(
-                    RejectPermission(
-                        str(props.get("id")),
-                        "The a2a-wrapper daemon has nobody to approve this; it is denied. "
-                        "Allow it in opencode.permission if the agent should do it.",
-                    )
-                )
-                step.events.append(Progress(f"Denied permission {props.get('permission')}"))
+                self._permission(props, step)
             case "question.asked" if self.started:
                 step.actions.append(RejectQuestion(str(props.get("id"))))
                 step.events.append(Progress("Declined the agent's question: nobody can answer"))
@@ -243,6 +256,24 @@ class TurnMapper:
 
     # ----- session-level -----------------------------------------------------------------------
 
+    def _permission(self, props: dict[str, Any], step: Step) -> None:
+        """OpenCode asks (its rules say "ask"): the caller decides with `approvals: ask`,
+        otherwise nobody can and the request is denied."""
+        request_id = str(props.get("id"))
+        if self.approvals == "ask":
+            request = approval_request(props)
+            step.events.append(request)
+            step.actions.append(AnswerApproval(request_id, request))
+            return
+        step.actions.append(
+            RejectPermission(
+                request_id,
+                "Denied: nobody can approve this here (the a2a-wrapper daemon decides by "
+                "opencode.permission; set approvals.mode to ask to let the caller decide).",
+            )
+        )
+        step.events.append(Progress(f"Denied permission {props.get('permission')}"))
+
     def _status(self, status: Any, step: Step) -> None:
         if not isinstance(status, dict) or status.get("type") != "retry":
             return
@@ -261,6 +292,33 @@ class TurnMapper:
     def _error(self, error: Any) -> None:
         if self.failure is None and isinstance(error, dict):
             self.failure = describe_error(error)
+
+
+_FILE_PERMISSIONS = {"edit", "write", "read", "external_directory", "list", "glob", "grep"}
+
+
+def approval_request(props: dict[str, Any]) -> ApprovalRequest:
+    """A `permission.asked` event as the question the caller answers."""
+    permission = str(props.get("permission") or "tool")
+    patterns = [str(p) for p in props.get("patterns") or []]
+    metadata = _dict(props.get("metadata"))
+    command = metadata.get("command")
+    shown = ", ".join(patterns) or "(no pattern)"
+    if permission == "bash" and isinstance(command, str):
+        kind: Literal["tool", "command", "file", "other"] = "command"
+        summary = f"Run `{command}` in the working directory"
+    elif permission == "external_directory":
+        kind, summary = "file", f"Access {shown}, outside the working directory"
+    elif permission in _FILE_PERMISSIONS:
+        kind, summary = "file", f"{permission.capitalize()} {shown}"
+    else:
+        kind, summary = "tool", f"Use {permission} ({shown})"
+    detail: dict[str, Any] = {"permission": permission, "patterns": patterns, "metadata": metadata}
+    if props.get("always"):
+        detail["always"] = props.get("always")
+    return ApprovalRequest(
+        request_id=str(props.get("id")), kind=kind, tool=permission, summary=summary, detail=detail
+    )
 
 
 def _dict(value: Any) -> dict[str, Any]:

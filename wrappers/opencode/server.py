@@ -10,12 +10,10 @@ a grace period, and is reaped.
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -25,6 +23,7 @@ from anyio.abc import ByteReceiveStream, Process, TaskGroup, TaskStatus
 from anyio.streams.text import TextReceiveStream
 
 from core.backend.config.opencode import OpencodeConfig
+from core.backend.process import spawn, stop
 from wrappers.opencode.client import OpencodeClient
 from wrappers.opencode.launch import OpencodeUnavailableError, build_launch, find_binary
 from wrappers.opencode.router import EventRouter
@@ -34,21 +33,6 @@ log = structlog.get_logger(__name__)
 STOP_GRACE = 5.0  # s between SIGTERM and SIGKILL (OpenCode exits in ~0.1 s on SIGTERM)
 RESTART_BACKOFF = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)  # s before each successive restart
 _LISTENING = "opencode server listening on "
-
-
-async def stop_process_group(process: Process, grace: float = STOP_GRACE) -> int | None:
-    """SIGTERM the process group, wait up to `grace`, SIGKILL it, reap. Returns the exit code."""
-    if process.returncode is None:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(grace):
-            await process.wait()
-    with suppress(ProcessLookupError):
-        # Also children the server left behind (MCP servers, shells), even once it is gone.
-        os.killpg(process.pid, signal.SIGKILL)
-    if process.returncode is None:
-        await process.wait()
-    return process.returncode
 
 
 def split_credentials(url: str) -> tuple[str, str | None, str]:
@@ -162,7 +146,7 @@ class OpencodeServer:
                 with anyio.CancelScope(shield=True):
                     await client.aclose()
                     if process is not None:
-                        code = await stop_process_group(process)
+                        code = await stop(process, grace=STOP_GRACE)
                         self.pid = None
                         log.info("opencode.server_stopped", pid=process.pid, code=code)
                 stopped.set()
@@ -179,9 +163,7 @@ class OpencodeServer:
         launch = build_launch(self._config, binary, password)
         if not launch.cwd.is_dir():
             raise OpencodeUnavailableError(f"workingDirectory {launch.cwd} does not exist")
-        process = await anyio.open_process(
-            launch.argv, cwd=launch.cwd, env=launch.env, start_new_session=True
-        )
+        process = await spawn(launch.argv, cwd=launch.cwd, env=launch.env)
         self.pid = process.pid
         self._generation += 1
         stderr_tail: deque[str] = deque(maxlen=20)
@@ -196,7 +178,7 @@ class OpencodeServer:
             tg.start_soon(self._watch, process, stderr_tail, ended)
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await stop_process_group(process)
+                await stop(process, grace=STOP_GRACE)
             raise
         return process, url
 

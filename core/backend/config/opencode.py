@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
 from core.backend.config import AgentBlock
 
-PermissionAction = Literal["allow", "deny"]
+PermissionAction = Literal["allow", "deny", "ask"]
 PermissionRule = PermissionAction | dict[str, PermissionAction]
 
-# What a daemon with nobody to ask must never leave to OpenCode's interactive default ("ask").
+# What OpenCode would otherwise "ask" about by default: denied unless configured otherwise.
 DEFAULT_PERMISSION: dict[str, PermissionRule] = {
     "question": "deny",
     "external_directory": "deny",
@@ -42,8 +42,9 @@ class OpencodeConfig(AgentBlock):
     )
     permission: dict[str, PermissionRule] = Field(
         default_factory=dict,
-        description="OpenCode's permission map, merged over the headless defaults "
-        "(question, external_directory and doom_loop denied); 'ask' is refused: nobody answers",
+        description="OpenCode's permission map (allow, deny, ask), merged over the defaults "
+        "(question, external_directory and doom_loop denied); 'ask' becomes a question to the "
+        "caller with approvals.mode ask, and is denied at once with policy",
     )
     dangerously_allow_external_directory: bool = Field(
         default=False,
@@ -65,18 +66,6 @@ class OpencodeConfig(AgentBlock):
     def _provider_and_model(cls, value: str | None) -> str | None:
         if value is not None and "/" not in value.strip("/"):
             raise ValueError("must be 'provider/model', e.g. 'anthropic/claude-sonnet-4-5'")
-        return value
-
-    @field_validator("permission", mode="before")
-    @classmethod
-    def _refuse_ask(cls, value: Any) -> Any:
-        _refuse_ask(value)
-        return value
-
-    @field_validator("config")
-    @classmethod
-    def _refuse_ask_inline(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        _refuse_ask(value.get("permission"), prefix="permission.")
         return value
 
     @model_validator(mode="after")
@@ -107,16 +96,3 @@ class OpencodeConfig(AgentBlock):
     def permission_map(self) -> dict[str, PermissionRule]:
         """The effective permission map: the headless defaults, then the configured keys."""
         return {**DEFAULT_PERMISSION, **self.permission}
-
-
-def _refuse_ask(permission: Any, prefix: str = "") -> None:
-    """A daemon has nobody to answer OpenCode's "ask": refuse it with the reason."""
-    if not isinstance(permission, dict):
-        return
-    for key, rule in permission.items():
-        rules = rule.values() if isinstance(rule, dict) else [rule]
-        if "ask" in rules:
-            raise ValueError(
-                f"{prefix}{key}: 'ask' needs an interactive approver, which a daemon does not "
-                "have; use 'allow' or 'deny'"
-            )

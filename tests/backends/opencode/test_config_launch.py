@@ -28,21 +28,12 @@ def settings(**block: Any) -> OpencodeConfig:
     ("block", "message"),
     [
         ({"unknown": 1}, "opencode.unknown: unknown key"),
-        ({"permission": {"bash": "ask"}}, "bash: 'ask' needs an interactive approver"),
-        (
-            {"permission": {"bash": {"git *": "allow", "*": "ask"}}},
-            "bash: 'ask' needs an interactive approver",
-        ),
         ({"permission": {"edit": "sometimes"}}, "opencode.permission.edit"),
         (
             {"permission": {"external_directory": "allow"}},
             "set dangerouslyAllowExternalDirectory: true",
         ),
         ({"model": "just-a-model"}, "must be 'provider/model'"),
-        (
-            {"config": {"permission": {"edit": "ask"}}},
-            "permission.edit: 'ask' needs an interactive approver",
-        ),
         (
             {"serverUrl": "http://127.0.0.1:4096", "config": {"model": "a/b"}},
             "config: only for a server the daemon starts",
@@ -54,6 +45,11 @@ def test_invalid_blocks_are_refused_naming_the_key(block: dict[str, Any], messag
     with pytest.raises(ConfigError, match="opencode") as raised:
         settings(**block)
     assert message in str(raised.value)
+
+
+def test_ask_is_kept_for_the_caller_to_answer() -> None:
+    block = settings(permission={"bash": {"git *": "allow", "*": "ask"}})
+    assert opencode_config(block)["permission"]["bash"] == {"git *": "allow", "*": "ask"}
 
 
 def test_dangerous_external_directory_needs_the_explicit_flag() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.backend import (
+    ApprovalRequest,
     BackendEvent,
     FileChange,
     Progress,
@@ -21,6 +22,7 @@ from core.backend import (
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
+    AnswerApproval,
     RejectPermission,
     TurnMapper,
     describe_error,
@@ -48,10 +50,17 @@ def recording(name: str) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     return turns, [line for line in lines if "turn" not in line]
 
 
-def play(name: str, *, turn: int = 0, max_retries: int | None = 3) -> Played:
+def play(
+    name: str, *, turn: int = 0, max_retries: int | None = 3, approvals: str = "policy"
+) -> Played:
     turns, events = recording(name)
     ids = turns[turn]
-    mapper = TurnMapper(ids["sessionID"], ids["messageID"], max_retries=max_retries)
+    mapper = TurnMapper(
+        ids["sessionID"],
+        ids["messageID"],
+        max_retries=max_retries,
+        approvals="ask" if approvals == "ask" else "policy",
+    )
     played = Played(mapper=mapper)
     for event in events:
         assert session_of(event) == ids["sessionID"]
@@ -187,6 +196,19 @@ def test_a_permission_request_is_rejected_and_reported() -> None:
     assert Progress("Denied permission bash") in played.events
     results = [e for e in played.events if isinstance(e, ToolResult)]
     assert results and results[0].is_error
+
+
+def test_with_approvals_ask_a_permission_request_is_a_question_for_the_caller() -> None:
+    played = play("permission_rejected", approvals="ask")
+
+    requests = [e for e in played.events if isinstance(e, ApprovalRequest)]
+    (request,) = requests
+    assert request.request_id.startswith("per_")
+    assert (request.kind, request.tool) == ("command", "bash")
+    assert request.summary == "Run `echo hi` in the working directory"
+    assert request.detail["patterns"] == ["echo hi"]
+    (action,) = played.actions
+    assert action == AnswerApproval(request.request_id, request)
 
 
 def test_text_snapshots_fill_in_what_deltas_missed_without_repeating() -> None:
