@@ -1,14 +1,16 @@
-"""Turn latency of the OpenCode backend: through the daemon, and straight to `opencode serve`.
+"""Turn latency of the OpenCode backend: through the daemon, the backend alone, and straight to
+`opencode serve`.
 
-All paths use the real `opencode` binary against the project's mock model on 127.0.0.1, with
-private state dirs, so the difference is the daemon's own overhead (A2A request, task engine,
-event stream routing) plus what each path does per turn. A benchmark, not a test.
+All three use the real `opencode` binary against the project's mock model on 127.0.0.1, each
+with its own server and private state dirs; their turns are interleaved (one of each in turn),
+so a busy machine slows them alike. The difference is the daemon's own overhead (A2A request,
+task engine, SQLite, event routing). A benchmark, not a test.
 
-    .venv/bin/python -m bench.agent_opencode [--rounds 5]
+    .venv/bin/python -m bench.agent_opencode [--rounds 10]
 
-"cold first turn": the first turn after start (the daemon boots OpenCode's instance during
-start; the direct path pays it in its first turn). "first turn": a new context (session) on a
-warm server. "follow-up": the next turn in that context.
+"cold first turn": the first turn after start (the backend boots OpenCode's instance for the
+directory during start; the direct path pays that in its first turn). "first turn": a new
+context (a new OpenCode session) on a warm server. "follow-up": the next turn in that context.
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from functools import partial
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
 
 from core.backend import SessionBound, TextContent, Turn
+from core.backend.config.opencode import OpencodeConfig
 from core.server.app import create_app
 from core.settings import load
 from tests.backends.opencode.support import TEST_ENV, provider_config
@@ -37,24 +39,22 @@ from wrappers.opencode import create
 from wrappers.opencode.launch import build_launch, find_binary
 
 V1 = {"A2A-Version": "1.0"}
-Timings = dict[str, list[float]]
 
 
-async def timed(timings: Timings, name: str, op: Callable[[], Awaitable[Any]]) -> None:
-    started = time.perf_counter()
-    await op()
-    timings.setdefault(name, []).append(time.perf_counter() - started)
+class Variant(Protocol):
+    name: str
 
+    async def start(self) -> None: ...
 
-def report(title: str, timings: Timings) -> None:
-    print(title)
-    for name, values in timings.items():
-        shown = statistics.median(values) * 1000
-        spread = f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f}" if len(values) > 1 else ""
-        print(f"  {name:<18} median {shown:7.0f} ms  {spread:>12}  (n={len(values)})")
+    async def first(self, n: int) -> str: ...
+
+    async def follow_up(self, context: str) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 def block(work: Path, mock: OpenAIChatMock) -> dict[str, Any]:
+    (work / "project").mkdir(parents=True, exist_ok=True)
     return {
         "workingDirectory": str(work / "project"),
         "home": str(work / "home"),
@@ -64,157 +64,172 @@ def block(work: Path, mock: OpenAIChatMock) -> dict[str, Any]:
     }
 
 
-async def through_daemon(work: Path, mock: OpenAIChatMock, rounds: int) -> Timings:
-    settings = load(
-        None,
-        overrides={
-            "backend": "opencode",
-            "storage": {"kind": "sqlite", "path": str(work / "tasks.sqlite3")},
-            "opencode": block(work, mock),
-        },
-        environ={},
-    )
-    timings: Timings = {}
-    runner = web.AppRunner(create_app(settings))
-    started = time.perf_counter()
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    timings["start"] = [time.perf_counter() - started]
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/a2a/jsonrpc"
-    try:
-        async with aiohttp.ClientSession() as http:
+class Daemon:
+    name = "through the daemon (A2A SendMessage)"
 
-            async def send(text: str, context: str) -> None:
-                message = {
-                    "messageId": f"{context}-{text}",
-                    "role": "ROLE_USER",
-                    "contextId": context,
-                    "parts": [{"text": text}],
-                }
-                body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
-                body["params"] = {"message": message}
-                async with http.post(url, json=body, headers=V1) as response:
-                    result = await response.json()
-                state = result["result"]["task"]["status"]["state"]
-                if state != "TASK_STATE_COMPLETED":
-                    raise RuntimeError(f"turn did not complete: {result}")
+    def __init__(self, work: Path, mock: OpenAIChatMock) -> None:
+        settings = load(
+            None,
+            overrides={
+                "backend": "opencode",
+                "storage": {"kind": "sqlite", "path": str(work / "tasks.sqlite3")},
+                "opencode": block(work, mock),
+            },
+            environ={},
+        )
+        self._runner = web.AppRunner(create_app(settings))
+        self._http = aiohttp.ClientSession()
+        self._url = ""
 
-            await timed(timings, "cold first turn", lambda: send("hello", "ctx-cold"))
-            for n in range(rounds):
-                await timed(timings, "first turn", partial(send, "hello", f"ctx-{n}"))
-                await timed(timings, "follow-up", partial(send, "again", f"ctx-{n}"))
-    finally:
-        await runner.cleanup()
-    return timings
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._url = f"http://127.0.0.1:{self._runner.addresses[0][1]}/a2a/jsonrpc"
+
+    async def _send(self, text: str, context: str) -> None:
+        message: dict[str, Any] = {
+            "messageId": f"{context}-{text}",
+            "role": "ROLE_USER",
+            "contextId": context,
+            "parts": [{"text": text}],
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+        async with self._http.post(self._url, json=body, headers=V1) as response:
+            result = await response.json()
+        if result["result"]["task"]["status"]["state"] != "TASK_STATE_COMPLETED":
+            raise RuntimeError(f"turn did not complete: {result}")
+
+    async def first(self, n: int) -> str:
+        await self._send("hello", f"ctx-{n}")
+        return f"ctx-{n}"
+
+    async def follow_up(self, context: str) -> None:
+        await self._send("again", context)
+
+    async def close(self) -> None:
+        await self._http.close()
+        await self._runner.cleanup()
 
 
-async def backend_alone(work: Path, mock: OpenAIChatMock, rounds: int) -> Timings:
-    """The backend's own run_turn, without the A2A server and task engine around it."""
-    from core.backend.config.opencode import OpencodeConfig  # noqa: PLC0415 - bench only
+class BackendAlone:
+    name = "backend alone (run_turn, no A2A)"
 
-    backend = create(OpencodeConfig.model_validate(block(work, mock)))
-    timings: Timings = {}
-    started = time.perf_counter()
-    await backend.start()
-    timings["start"] = [time.perf_counter() - started]
+    def __init__(self, work: Path, mock: OpenAIChatMock) -> None:
+        self._backend = create(OpencodeConfig.model_validate(block(work, mock)))
 
-    async def run(text: str, session: str | None) -> str:
+    async def start(self) -> None:
+        await self._backend.start()
+
+    async def _run(self, text: str, session: str | None) -> str:
         bound = session or ""
         turn = Turn("bench", "ctx", text, text, session, (TextContent(text),))
-        async for event in backend.run_turn(turn):
+        async for event in self._backend.run_turn(turn):
             if isinstance(event, SessionBound):
                 bound = event.session_id
         return bound
 
-    try:
-        sessions: list[str] = []
+    async def first(self, n: int) -> str:
+        return await self._run("hello", None)
 
-        async def first() -> None:
-            sessions.append(await run("hello", None))
+    async def follow_up(self, context: str) -> None:
+        await self._run("again", context)
 
-        await timed(timings, "cold first turn", first)
-        for _ in range(rounds):
-            await timed(timings, "first turn", first)
-            await timed(timings, "follow-up", partial(run, "again", sessions[-1]))
-    finally:
-        await backend.aclose()
-    return timings
+    async def close(self) -> None:
+        await self._backend.aclose()
 
 
-async def direct(work: Path, mock: OpenAIChatMock, rounds: int) -> Timings:
-    """The same turns with nothing but aiohttp and the server's own blocking prompt route."""
-    from core.backend.config.opencode import OpencodeConfig  # noqa: PLC0415 - bench only
+class Direct:
+    name = "direct (POST /session, POST /session/{id}/message)"
 
-    config = OpencodeConfig.model_validate(block(work, mock))
-    launch = build_launch(config, find_binary(None), "bench-pw")
-    timings: Timings = {}
-    started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *launch.argv,
-        cwd=launch.cwd,
-        env=launch.env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    if process.stdout is None:
-        raise RuntimeError("no stdout pipe")
-    line = (await process.stdout.readline()).decode()
-    base = line.split("listening on ")[1].strip()
-    timings["start"] = [time.perf_counter() - started]
-    auth = {"Authorization": aiohttp.encode_basic_auth("opencode", "bench-pw")}
-    try:
-        async with aiohttp.ClientSession(headers=auth) as http:
+    def __init__(self, work: Path, mock: OpenAIChatMock) -> None:
+        config = OpencodeConfig.model_validate(block(work, mock))
+        self._launch = build_launch(config, find_binary(None), "bench-pw")
+        auth = {"Authorization": aiohttp.encode_basic_auth("opencode", "bench-pw")}
+        self._http = aiohttp.ClientSession(headers=auth)
+        self._process: asyncio.subprocess.Process | None = None
+        self._base = ""
 
-            async def post(path: str, body: dict[str, Any]) -> Any:
-                async with http.post(base + path, json=body) as response:
-                    return json.loads(await response.text())
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            *self._launch.argv,
+            cwd=self._launch.cwd,
+            env=self._launch.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        if self._process.stdout is None:
+            raise RuntimeError("no stdout pipe")
+        line = (await self._process.stdout.readline()).decode()
+        self._base = line.split("listening on ")[1].strip()
 
-            async def prompt(session: str, text: str) -> None:
-                reply = await post(
-                    f"/session/{session}/message", {"parts": [{"type": "text", "text": text}]}
-                )
-                if reply["info"].get("error") is not None:
-                    raise RuntimeError(f"turn failed: {reply}")
+    async def _post(self, path: str, body: dict[str, Any]) -> Any:
+        async with self._http.post(self._base + path, json=body) as response:
+            return json.loads(await response.text())
 
-            async def first(text: str) -> str:
-                session = await post("/session", {"title": "bench"})
-                await prompt(session["id"], text)
-                return str(session["id"])
+    async def _prompt(self, session: str, text: str) -> None:
+        reply = await self._post(
+            f"/session/{session}/message", {"parts": [{"type": "text", "text": text}]}
+        )
+        if reply["info"].get("error") is not None:
+            raise RuntimeError(f"turn failed: {reply}")
 
-            await timed(timings, "cold first turn", lambda: first("hello"))
-            for _ in range(rounds):
-                sessions: list[str] = []
+    async def first(self, n: int) -> str:
+        session = await self._post("/session", {"title": "bench"})
+        await self._prompt(session["id"], "hello")
+        return str(session["id"])
 
-                async def new_context() -> None:
-                    sessions.append(await first("hello"))  # noqa: B023 - used at once
+    async def follow_up(self, context: str) -> None:
+        await self._prompt(context, "again")
 
-                await timed(timings, "first turn", new_context)
-                await timed(timings, "follow-up", lambda: prompt(sessions[-1], "again"))  # noqa: B023
-    finally:
-        process.terminate()
-        await process.wait()
-    return timings
+    async def close(self) -> None:
+        await self._http.close()
+        if self._process is not None:
+            self._process.terminate()
+            await self._process.wait()
 
 
 async def main(args: argparse.Namespace) -> None:
-    async with OpenAIChatMock() as mock:
-        paths = (
-            ("through the daemon", through_daemon),
-            ("backend alone, no A2A", backend_alone),
-            ("direct to opencode serve", direct),
-        )
-        for name, path in paths:
-            with tempfile.TemporaryDirectory(prefix="bench-opencode-") as tmp:
-                work = Path(tmp)
-                (work / "project").mkdir()
-                timings = await path(work, mock, args.rounds)
-            report(f"OpenCode, {name}:", timings)
-    print(f"cores: {os.cpu_count()}")
+    timings: dict[str, dict[str, list[float]]] = {}
+
+    def record(path: Variant, name: str, started: float) -> None:
+        timings.setdefault(path.name, {}).setdefault(name, []).append(time.perf_counter() - started)
+
+    async with OpenAIChatMock() as mock, AsyncExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-opencode-")))
+        paths: list[Variant] = [
+            Daemon(work / "daemon", mock),
+            BackendAlone(work / "backend", mock),
+            Direct(work / "direct", mock),
+        ]
+        for path in paths:
+            started = time.perf_counter()
+            await path.start()
+            stack.push_async_callback(path.close)
+            record(path, "start", started)
+        for path in paths:
+            started = time.perf_counter()
+            await path.first(-1)
+            record(path, "cold first turn", started)
+        for n in range(args.rounds):
+            for path in paths:
+                started = time.perf_counter()
+                context = await path.first(n)
+                record(path, "first turn", started)
+                started = time.perf_counter()
+                await path.follow_up(context)
+                record(path, "follow-up", started)
+    for name, rows in timings.items():
+        print(f"OpenCode, {name}:")
+        for row, values in rows.items():
+            spread = f"{min(values) * 1000:.0f}-{max(values) * 1000:.0f}" if len(values) > 1 else ""
+            median = statistics.median(values) * 1000
+            print(f"  {row:<16} median {median:7.0f} ms  {spread:>12}  (n={len(values)})")
+    print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     asyncio.run(main(parser.parse_args()))
