@@ -87,9 +87,10 @@ async def test_model_errors_fail_the_task_with_a_clear_message(
 async def test_a_stalled_model_hits_the_idle_timeout_and_opencode_is_stopped(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
-    mock.reply(StallReply(), when="stall now")
-    # Generous enough that a loaded machine still reaches the model before the deadline.
-    client = await start_daemon(opencode_settings(timeouts={"idle": 3000}))
+    # One word, then silence: the idle clock restarts at that word, so the timeout surely falls
+    # in the stall (5 s leaves a loaded machine time to reach the model at all).
+    mock.reply(StallReply(before="Thinking "), when="stall now")
+    client = await start_daemon(opencode_settings(timeouts={"idle": 5000}))
     await send(client, "Warm up.", context_id="ctx-i", message_id="m-0")
 
     task = await send(client, "Please stall now.", context_id="ctx-i")
