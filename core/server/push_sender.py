@@ -47,8 +47,8 @@ def refusal(address: Address) -> str | None:
         ("is_loopback", "a loopback address"),
         ("is_link_local", "a link-local address"),
         ("is_multicast", "a multicast address"),
-        ("is_private", "a private address"),
         ("is_reserved", "a reserved address"),
+        ("is_private", "a private address"),
     )
     for attribute, reason in checks:
         if getattr(address, attribute):

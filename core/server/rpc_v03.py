@@ -9,7 +9,7 @@ from typing import Any
 from core.server.calls import Call, Streaming, encoded, parse
 from core.server.rpc_v1 import Handler, Result, extended_card_v03, require_push
 from core.wire import v03
-from core.wire.errors import InvalidParamsError
+from core.wire.errors import InvalidParamsError, TaskNotFoundError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -86,8 +86,17 @@ async def push_config_set(call: Call) -> Result:
 
 
 async def push_config_get(call: Call) -> Result:
+    """Without a config id, or with one the task does not have, the config named after the
+    task, else its first: the v0.3 SDK ignored the id here, and v0.3 clients (and the v0.3
+    TCK, which asks for "default") rely on that."""
     require_push(call)
-    config = await call.service.get_push_config(call.principal, _task_id(call), _config_id(call))
+    task_id, config_id = _task_id(call), _config_id(call)
+    try:
+        config = await call.service.get_push_config(call.principal, task_id, config_id)
+    except TaskNotFoundError:
+        if config_id is None:
+            raise
+        config = await call.service.get_push_config(call.principal, task_id, None)
     return v03.task_push_config_out(config)
 
 

@@ -95,6 +95,13 @@ async def test_v03_jsonrpc_crud(pushing: Client) -> None:
     assert got["result"] == created["result"]
     first = await call(pushing, "tasks/pushNotificationConfig/get", {"id": task}, headers={})
     assert first["result"] == created["result"]
+    fallback = await call(
+        pushing,
+        "tasks/pushNotificationConfig/get",
+        {"id": task, "pushNotificationConfigId": "default"},
+        headers={},
+    )
+    assert fallback["result"] == created["result"]
     listed = await call(pushing, "tasks/pushNotificationConfig/list", {"id": task}, headers={})
     assert listed["result"] == [created["result"]]
     for _ in range(2):
@@ -107,6 +114,13 @@ async def test_v03_jsonrpc_crud(pushing: Client) -> None:
         assert deleted == {"jsonrpc": "2.0", "id": 1, "result": None}
     empty = await call(pushing, "tasks/pushNotificationConfig/list", {"id": task}, headers={})
     assert empty["result"] == []
+    none = await call(
+        pushing,
+        "tasks/pushNotificationConfig/get",
+        {"id": task, "pushNotificationConfigId": "c1"},
+        headers={},
+    )
+    assert none["error"]["code"] == -32001
     # v1.0 reads a v0.3 config in its own shape.
     await call(
         pushing,
