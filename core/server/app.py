@@ -14,9 +14,13 @@ from aiohttp import web
 from core import registry
 from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
+from core.server.auth import Authenticator
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
 from core.server.rest_common import Endpoint, rest_not_found
+from core.sessions.manager import Clock, SessionManager, system_clock
+from core.sessions.sqlite_store import SqliteSessionStore
+from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
@@ -26,6 +30,7 @@ log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
 def build_store(settings: Settings) -> TaskStore:
@@ -34,26 +39,58 @@ def build_store(settings: Settings) -> TaskStore:
     return SqliteTaskStore(settings.storage.resolved_path())
 
 
+def build_session_store(settings: Settings) -> SessionStore:
+    if settings.storage.kind == "memory":
+        return InMemorySessionStore()
+    return SqliteSessionStore(settings.storage.resolved_path())
+
+
 def create_app(
     settings: Settings,
     *,
     backend: Backend | None = None,
     store: TaskStore | None = None,
+    session_store: SessionStore | None = None,
+    clock: Clock = system_clock,
 ) -> web.Application:
-    """Build the daemon's app. `backend`/`store` default to what the settings name."""
+    """Build the daemon's app. `backend` and the stores default to what the settings name;
+    `clock` (tests) is what session expiry reads."""
+    auth = Authenticator(settings, PUBLIC_PATHS)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
-    storage = settings.storage
+    storage, session, timeouts = settings.storage, settings.session, settings.timeouts
+    agent = backend or registry.create_backend(settings.backend, backend_config(settings))
+    sessions = SessionManager(
+        session_store or build_session_store(settings),
+        agent.name,
+        agent.drop_session,
+        reuse_by_context=session.reuse_by_context,
+        ttl=timedelta(milliseconds=session.ttl) if session.ttl else None,
+        clock=clock,
+    )
     service = TaskService(
         store or build_store(settings),
-        backend or registry.create_backend(settings.backend, _backend_config(settings)),
+        agent,
+        sessions=sessions,
+        session_cleanup_interval=session.cleanup_interval / 1000,
+        max_queued_turns=session.max_queued_turns,
+        max_concurrent_turns=settings.server.max_concurrent_turns,
+        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
+        max_waiting_turns=settings.server.max_queued_turns,
+        max_parts=settings.server.max_parts,
+        max_file_bytes=settings.server.max_file_bytes,
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
+        turn_timeout=timeouts.turn / 1000 or None,
+        idle_timeout=timeouts.idle / 1000 or None,
         retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
         sweep_interval=storage.sweep_interval / 1000,
+        output_mode=settings.output.mode,
+        progress=settings.output.progress,
+        reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
     )
     app[SERVICE] = service
@@ -72,7 +109,8 @@ def create_app(
     return app
 
 
-def _backend_config(settings: Settings) -> object:
+def backend_config(settings: Settings) -> object:
+    """What the backend factory takes: a built-in's validated block, else `options`."""
     block = settings.backend_block()
     return block if block is not None else settings.backend_options()
 
