@@ -180,6 +180,9 @@ class CopilotBackend:
         child = await self._runtime.child()
         with anyio.CancelScope(shield=True):
             opened = await self._open(child, session_id, resume=resume)
+            # Beyond maxWarm: close the least recently used idle sessions now, not later.
+            for evicted in self._pool.take_evictable(anyio.current_time()):
+                await self._disconnect(evicted)
         return opened
 
     async def _open(self, child: Child, session_id: str, *, resume: bool) -> WarmSession:

@@ -75,6 +75,7 @@ class Child:
 
     client: CopilotClient
     generation: int
+    process: subprocess.Popen[bytes] | None = None
     version: str = ""
     exited: anyio.Event = field(default_factory=anyio.Event)
     returncode: int | None = None
@@ -117,7 +118,7 @@ class CopilotRuntime:
             if self._current is not None and self._current.alive:
                 return self._current
             if self._current is not None:
-                await _force_stop(self._current.client)
+                await _force_stop(self._current)
             self._current = await self._start()
             return self._current
 
@@ -140,21 +141,22 @@ class CopilotRuntime:
             github_token=None if byok else self._config.github_token,
             use_logged_in_user=not byok and self._config.github_token is None,
         )
+        self._generation += 1
+        child = Child(client, self._generation)
         try:
             await client.start()
         except Exception as exc:
-            await _force_stop(client)
+            child.process = _process_of(client)
+            await _force_stop(child)
             raise CopilotUnavailableError(f"the copilot CLI did not start: {exc}") from exc
-        self._generation += 1
-        child = Child(client, self._generation)
+        child.process = _process_of(client)
         try:
             status = await client.get_status()
             child.version = status.version
         except Exception:  # the version is informative only
             log.warning("copilot.status_failed", exc_info=True)
-        process = _process_of(client)
-        if self._tg is not None and process is not None:
-            self._tg.start_soon(self._watch, child, process)
+        if self._tg is not None and child.process is not None:
+            self._tg.start_soon(self._watch, child, child.process)
         log.info("copilot.started", generation=child.generation, version=child.version)
         return child
 
@@ -170,7 +172,7 @@ class CopilotRuntime:
     async def kill(self, child: Child) -> None:
         """Stop this child hard (a turn that does not stop when aborted)."""
         async with self._lock:
-            await _force_stop(child.client)
+            await _force_stop(child)
             if self._current is child:
                 self._current = None
 
@@ -188,7 +190,8 @@ class CopilotRuntime:
             except Exception:
                 log.warning("copilot.stop_failed", exc_info=True)
         if not stopped:
-            await _force_stop(current.client)
+            await _force_stop(current)
+        _close_pipes(current)
 
 
 def _process_of(client: CopilotClient) -> subprocess.Popen[bytes] | None:
@@ -202,9 +205,20 @@ def _process_of(client: CopilotClient) -> subprocess.Popen[bytes] | None:
     return process if isinstance(process, subprocess.Popen) else None
 
 
-async def _force_stop(client: CopilotClient) -> None:
+async def _force_stop(child: Child) -> None:
     with anyio.CancelScope(shield=True):
         try:
-            await client.force_stop()
+            await child.client.force_stop()
         except Exception:
             log.warning("copilot.force_stop_failed", exc_info=True)
+    _close_pipes(child)
+
+
+def _close_pipes(child: Child) -> None:
+    """The SDK stops the process but leaves its stdout/stderr pipes to the garbage collector."""
+    process = child.process
+    if process is None or process.poll() is None:
+        return
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
