@@ -90,3 +90,15 @@ def answer(task: Task) -> str:
 def wrapper_metadata(task: Task) -> dict[str, Any]:
     section: dict[str, Any] = task["metadata"]["a2aWrapper"]
     return section
+
+
+async def wait_done(client: Client, task_id: str) -> Task:
+    """Follow the task's stream until it ends, then read the task."""
+    response = await client.post(
+        "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": task_id})
+    )
+    if response.content_type == "text/event-stream":
+        async for _ in response.content:
+            pass
+    response.close()
+    return await get(client, task_id)
