@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -105,7 +106,9 @@ def create_app(
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)
-    app.router.add_get("/healthz", _health)
+    app.router.add_get("/health", _alive)
+    app.router.add_get("/ready", _ready)
+    app.router.add_get("/healthz", _ready)
     return app
 
 
@@ -115,11 +118,17 @@ def backend_config(settings: Settings) -> object:
     return block if block is not None else settings.backend_options()
 
 
-async def _health(request: web.Request) -> web.Response:
-    """200 while the backend says it is healthy, 503 otherwise (for load balancers)."""
+async def _alive(request: web.Request) -> web.Response:
+    """The process is up and serving HTTP (liveness)."""
+    return web.json_response({"status": "ok"})
+
+
+async def _ready(request: web.Request) -> web.Response:
+    """200 when the store takes a write and the backend says it is healthy, 503 otherwise
+    (readiness, for load balancers). `/healthz` is the same check."""
     service = request.app[SERVICE]
     health = await service.health()
-    body = {"status": "ok" if health.ok else "unhealthy", "backend": service.backend_name}
+    body = {"status": "ok" if health.ok else "unavailable", "backend": service.backend_name}
     if health.detail:
         body["detail"] = health.detail
     return web.json_response(body, status=200 if health.ok else 503)
@@ -127,9 +136,27 @@ async def _health(request: web.Request) -> web.Response:
 
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
-    """Every log line of a request (and of the turns it starts) carries its request_id."""
+    """Every log line of a request (and of the turns it starts) carries its request_id; one
+    line per request says how it ended (never its body: no prompts, no tokens)."""
+    started = time.perf_counter()
+    status = 500
     with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
-        return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        else:
+            status = response.status
+            return response
+        finally:
+            log.info(
+                "http.request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 1),
+            )
 
 
 async def _drain(app: web.Application) -> None:

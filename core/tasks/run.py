@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import anyio
+import structlog
 
 from core.tasks.broker import TaskBroker
 from core.tasks.store import TaskStore
@@ -25,6 +26,8 @@ from core.wire.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+
+log = structlog.get_logger(__name__)
 
 
 def agent_message(task: Task, parts: list[Part]) -> Message:
@@ -48,6 +51,8 @@ class TaskRun:
     first_turn: bool = True
     reply: Message | None = None
     scope: anyio.CancelScope | None = None
+    # While the turn waits for its lane or a turn slot: cancelling it gives the place back.
+    queued_scope: anyio.CancelScope | None = None
     finished: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str | None = None
 
@@ -66,6 +71,12 @@ class TaskRun:
         if previous.message is not None:
             self.task.history = [*(self.task.history or []), previous.message]
         self.task.status = TaskStatus(state=state, message=message, timestamp=utcnow())
+        log.info(
+            "task.state",
+            task_id=self.task.id,
+            context_id=self.task.context_id,
+            state=state.value,
+        )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self.store.save(self.principal, self.task)
         self.broker.publish(

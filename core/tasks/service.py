@@ -55,7 +55,10 @@ from core.wire.models import (
 log = structlog.get_logger(__name__)
 
 RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; send it again."
-SHUTDOWN_REASON = "The a2a-wrapper daemon shut down while this task was running."
+SHUTDOWN_REASON = (
+    "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
+    "finish within server.shutdownTimeout; send it again."
+)
 
 
 def _turn_timeout_reason(seconds: float) -> str:
@@ -168,6 +171,8 @@ class TaskService:
         self._slots = TurnSlots(
             max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
         )
+        self._draining = False
+        self._drain_started: anyio.Event
         self._max_parts = max_parts
         self._max_file_bytes = max_file_bytes
         self._live: dict[str, TaskRun] = {}
@@ -184,6 +189,7 @@ class TaskService:
     async def running(self) -> AsyncIterator[TaskService]:
         """Open the stores, reconcile, start the backend; on exit stop every turn, then close
         in reverse order."""
+        self._drain_started = anyio.Event()
         await self._store.open()
         try:
             await self._sessions.store.open()
@@ -220,6 +226,15 @@ class TaskService:
             tg.start_soon(self._sweep_sessions_forever)
 
     @property
+    def draining(self) -> bool:
+        """True once shutdown began: new messages are refused, running turns may finish."""
+        return self._draining
+
+    async def wait_draining(self) -> None:
+        """Return once shutdown has begun."""
+        await self._drain_started.wait()
+
+    @property
     def sessions(self) -> SessionManager:
         return self._sessions
 
@@ -247,17 +262,26 @@ class TaskService:
             run.broker.close()
 
     async def _stop_turns(self) -> None:
+        """Queued turns fail now; running ones get up to `shutdown_timeout` to finish, then
+        are stopped (the agent interrupted) and fail with the shutdown reason."""
+        self._draining = True
+        self._drain_started.set()
         runs = [r for r in self._live.values() if r.running]
         for run in runs:
-            run.stop_reason = SHUTDOWN_REASON
-            if run.scope is not None:
-                run.scope.cancel()
-            elif not run.task.status.state.terminal:
-                # Still queued in its lane: it will see the terminal state and never start.
+            if run.scope is None and not run.task.status.state.terminal:
                 await run.set_status(
                     TaskState.FAILED, agent_message(run.task, [Part(text=SHUTDOWN_REASON)])
                 )
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
         with anyio.move_on_after(self._shutdown_timeout):
+            for run in runs:
+                await run.finished.wait()
+        for run in runs:
+            if run.running and run.scope is not None:
+                run.stop_reason = SHUTDOWN_REASON
+                run.scope.cancel()
+        with anyio.move_on_after(self._cancel_timeout):
             for run in runs:
                 await run.finished.wait()
 
@@ -396,6 +420,8 @@ class TaskService:
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
         before anything is stored.
         """
+        if self._draining:
+            raise UnsupportedOperationError("The daemon is shutting down; send this again later")
         check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
         if message.task_id:
             task = await self._load(principal, message.task_id)
@@ -474,15 +500,19 @@ class TaskService:
         store) ends this turn only, never the service."""
         waiting = True
         try:
-            async with self._lanes.turn(run.principal, run.task.context_id, lane):
-                if not run.task.status.state.terminal:
-                    async with self._slots.turn(run.principal):
-                        waiting = False
-                        if not run.task.status.state.terminal:
-                            await self._run_turn(run, turn)
+            with anyio.CancelScope() as queued:
+                run.queued_scope = queued
+                async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                    if not run.task.status.state.terminal:
+                        async with self._slots.turn(run.principal):
+                            waiting = False
+                            run.queued_scope = None
+                            if not run.task.status.state.terminal:
+                                await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            run.queued_scope = None
             if waiting:
                 self._slots.withdraw()
             run.running = False
@@ -586,8 +616,10 @@ class TaskService:
                 with anyio.move_on_after(self._cancel_timeout):
                     await run.finished.wait()
             else:
-                # Still queued behind another turn: it sees the terminal state and never starts.
+                # Still queued: it never starts, and its place goes to the next one at once.
                 await run.set_status(TaskState.CANCELED)
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
             return run.snapshot()
         if run is None:
             run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
