@@ -6,7 +6,7 @@ a turn is `session.send()` then the session's events until the root `session.idl
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import os
 import shlex
 import uuid
@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Mapping
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 
 from core.backend import (
     BackendEvent,
@@ -44,8 +43,8 @@ DISCONNECT_TIMEOUT = 5.0
 class CopilotBackend:
     """The `Backend` for GitHub Copilot CLI.
 
-    `start()` and `aclose()` run in the same task (the engine's service task): the backend's
-    task group (crash watchers, the warm-session sweeper) lives between them.
+    Background work (crash watchers, the warm-session sweeper) runs in the backend's own task
+    group from `start()` until `aclose()`.
     """
 
     name = "copilot"
@@ -61,8 +60,8 @@ class CopilotBackend:
         )
         self._runtime = CopilotRuntime(config, environ=self._environ, on_exit=self._child_exited)
         self._pool = SessionPool(warm_idle_ms=config.warm_idle, max_warm=config.max_warm)
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._tg: TaskGroup | None = None
+        self._host: asyncio.Task[None] | None = None
+        self._stopping = anyio.Event()
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -72,28 +71,39 @@ class CopilotBackend:
             raise CopilotUnavailableError(
                 f"copilot.workingDirectory {str(workdir)!r} does not exist or is not a directory"
             )
-        stack = contextlib.AsyncExitStack()
-        self._tg = await stack.enter_async_context(anyio.create_task_group())
-        self._stack = stack
-        self._runtime.bind(self._tg)
-        self._tg.start_soon(self._evict_forever)
+        ready, self._stopping = anyio.Event(), anyio.Event()
+        self._host = asyncio.create_task(self._host_tasks(ready), name="copilot-backend")
+        await ready.wait()
         try:
             await self._runtime.child()
         except BaseException:
             await self.aclose()
             raise
 
+    async def _host_tasks(self, ready: anyio.Event) -> None:
+        """The backend's task group (crash watchers, the warm-session sweeper), held by a task
+        of its own so `aclose()` may come from any task or cancel scope (as in the app's
+        service lifecycle)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._runtime.bind(tg)
+                tg.start_soon(self._evict_forever)
+                ready.set()
+                await self._stopping.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            ready.set()
+
     async def aclose(self) -> None:
         """Stop the CLI (it detaches every session; conversations stay on disk), then the
-        backend's own tasks."""
+        backend's own tasks. Idempotent."""
         self._pool.take_all()
         await self._runtime.aclose()
-        stack, self._stack = self._stack, None
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-            self._tg = None
-        if stack is not None:
-            await stack.aclose()
+        host, self._host = self._host, None
+        if host is not None:
+            self._stopping.set()
+            with anyio.CancelScope(shield=True):
+                await host
 
     async def health(self) -> Health:
         child = self._runtime.current

@@ -21,11 +21,9 @@ _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 
 
 async def diagnose(config: CopilotConfig, environ: Mapping[str, str]) -> list[Diagnosis]:
-    return [
-        await _binary(config, environ),
-        _working_directory(config),
-        _credentials(config, environ),
-    ]
+    """The CLI (found, runs, which version) and the credentials (present or not). The working
+    directory, a key every backend shares, is checked by `a2a-wrapper check` itself."""
+    return [await _binary(config, environ), _credentials(config, environ)]
 
 
 async def _binary(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosis:
@@ -50,13 +48,6 @@ async def _binary(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosi
     version = found.group(1)
     note = "" if version == PINNED_CLI_VERSION else f" (the SDK is pinned to {PINNED_CLI_VERSION})"
     return Diagnosis("copilot CLI", ok=True, detail=f"{cli}, version {version}{note}")
-
-
-def _working_directory(config: CopilotConfig) -> Diagnosis:
-    path = config.working_directory.expanduser()
-    if path.is_dir():
-        return Diagnosis("working directory", ok=True, detail=str(path.resolve()))
-    return Diagnosis("working directory", ok=False, detail=f"{path} does not exist")
 
 
 def _credentials(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosis:

@@ -46,6 +46,8 @@ from core.backend.config.copilot import TOOL_PATTERN
 # Paths a shell command may name without leaving the working directory.
 _HARMLESS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# scp-style remotes: git@github.com:owner/repo.git
+_REMOTE = re.compile(r"^[\w.-]+@[\w.-]+:")
 _SPLIT_OPERATORS = re.compile(r"[<>|&;()=]+")
 _HINT = "(copilot.allowTools can allow it)"
 
@@ -136,7 +138,7 @@ class PermissionPolicy:
         base = Path(shell.resolved_working_directory or self._root)
         found = [*shell.possible_paths, *(shell.resolved_paths or {}).values()]
         for token in _tokens(shell.full_command_text):
-            if _URL.match(token):
+            if _URL.match(token) or _REMOTE.match(token):
                 continue
             if token.startswith(("/", "~")) or ".." in Path(token).parts:
                 found.append(token)
@@ -194,7 +196,7 @@ def _tokens(command: str) -> list[str]:
 
 def _shell_urls(shell: PermissionRequestShell) -> list[str]:
     urls = [u.url for u in shell.possible_urls]
-    urls.extend(t for t in _tokens(shell.full_command_text) if _URL.match(t))
+    urls.extend(t for t in _tokens(shell.full_command_text) if _URL.match(t) or _REMOTE.match(t))
     return urls
 
 

@@ -4,8 +4,10 @@ time, started on demand, watched for a crash, replaced by the next turn after on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,7 +44,7 @@ def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path | None:
         if candidate:
             path = Path(os.path.expanduser(candidate))
             if path.is_file():
-                return path.resolve()
+                return path.absolute()
             found = shutil.which(candidate)
             return Path(found) if found else None
     found = shutil.which("copilot", path=config.env.get("PATH") or environ.get("PATH"))
@@ -183,12 +185,13 @@ class CopilotRuntime:
         if current is None:
             return
         stopped = False
-        with anyio.move_on_after(STOP_TIMEOUT, shield=True):
-            try:
-                await current.client.stop()
-                stopped = True
-            except Exception:
-                log.warning("copilot.stop_failed", exc_info=True)
+        if current.alive:
+            with anyio.move_on_after(STOP_TIMEOUT, shield=True):
+                try:
+                    await current.client.stop()
+                    stopped = True
+                except Exception:
+                    log.warning("copilot.stop_failed", exc_info=True)
         if not stopped:
             await _force_stop(current)
         _close_pipes(current)
@@ -206,6 +209,10 @@ def _process_of(client: CopilotClient) -> subprocess.Popen[bytes] | None:
 
 
 async def _force_stop(child: Child) -> None:
+    """Kill the CLI and what it started: its shell tools run in sessions of their own, which
+    outlive a killed CLI unless killed first."""
+    if child.process is not None and child.process.poll() is None:
+        kill_descendants(child.process.pid)
     with anyio.CancelScope(shield=True):
         try:
             await child.client.force_stop()
@@ -222,3 +229,26 @@ def _close_pipes(child: Child) -> None:
     for pipe in (process.stdin, process.stdout, process.stderr):
         if pipe is not None:
             pipe.close()
+
+
+def kill_descendants(pid: int) -> None:
+    """SIGKILL every process below `pid` (their process groups, unless one is ours). Linux
+    (/proc); elsewhere nothing is found and nothing is killed."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            after_name = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(after_name[1]), []).append(int(entry.name))
+    own_group = os.getpgrp()
+    pending = list(children.get(pid, []))
+    while pending:
+        descendant = pending.pop()
+        pending.extend(children.get(descendant, []))
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(descendant)
+            if group != own_group:
+                os.killpg(group, signal.SIGKILL)
+            else:
+                os.kill(descendant, signal.SIGKILL)

@@ -6,13 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 from structlog.testing import capture_logs
+from structlog.typing import EventDict, WrappedLogger
 
 from tests.backends.copilot.a2a import answer, send, state, wrapper_metadata
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory, cli_pids
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 
-SECRET = "Remember this: the secret word is BANANA."
+TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"
 
 
@@ -22,7 +24,7 @@ async def test_two_turns_on_one_context_are_one_conversation(
     client = await copilot_app()
     (cli,) = cli_pids()
 
-    first = await send(client, SECRET)
+    first = await send(client, TELL)
     second = await send(client, ASK)
 
     assert state(first) == "TASK_STATE_COMPLETED", first
@@ -59,7 +61,7 @@ async def test_a_restarted_daemon_continues_the_conversation(
 ) -> None:
     settings = copilot_settings(storage={"kind": "sqlite", "path": str(tmp_path / "a2a.sqlite3")})
     first_daemon = await copilot_app(settings)
-    first = await send(first_daemon, SECRET)
+    first = await send(first_daemon, TELL)
     second = await send(first_daemon, "And another thing.")
     await first_daemon.close()
     assert not cli_pids()
@@ -81,10 +83,11 @@ async def test_an_expired_session_starts_fresh(
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     settings = copilot_settings(session={"ttl": 60_000, "cleanupInterval": 0})
     client = await copilot_app(settings, clock=lambda: now[0])
-    first = await send(client, SECRET)
+    first = await send(client, TELL)
 
     now[0] += timedelta(minutes=2)
-    second = await send(client, ASK)
+    with capture_logs() as logs:
+        second = await send(client, ASK)
 
     assert answer(second) == "I was never told a secret word."
     request = mock.matching(ASK)[-1]
@@ -92,6 +95,9 @@ async def test_an_expired_session_starts_fresh(
     meta = wrapper_metadata(second)
     assert (meta["newSession"], meta["expiredSession"]) == (True, True)
     assert meta["sessionId"] != wrapper_metadata(first)["sessionId"]
+    # The daemon dropped the expired session: its warm SDK session was closed.
+    dropped = [e["session_id"] for e in logs if e["event"] == "copilot.session_evicted"]
+    assert dropped == [wrapper_metadata(first)["sessionId"]]
 
 
 async def test_an_evicted_warm_session_is_resumed_by_id(
@@ -100,11 +106,32 @@ async def test_an_evicted_warm_session_is_resumed_by_id(
     # maxWarm 1: the second context evicts the first one's warm session.
     client = await copilot_app(copilot_settings(copilot={"maxWarm": 1}))
     with capture_logs() as logs:
-        first = await send(client, SECRET, context_id="one")
+        first = await send(client, TELL, context_id="one")
         await send(client, "Hello from elsewhere.", context_id="two")
         again = await send(client, ASK, context_id="one")
 
     evicted = [e for e in logs if e["event"] == "copilot.session_evicted"]
     assert evicted and evicted[0]["session_id"] == wrapper_metadata(first)["sessionId"]
+    assert answer(again) == "The secret word was BANANA."
+    assert wrapper_metadata(again)["sessionId"] == wrapper_metadata(first)["sessionId"]
+
+
+async def test_an_idle_warm_session_is_closed_after_warm_idle_then_resumed(
+    copilot_app: AppFactory, copilot_settings: SettingsFactory
+) -> None:
+    evicted = anyio.Event()
+
+    def notice(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
+        if event.get("event") == "copilot.session_evicted":
+            evicted.set()
+        return event
+
+    client = await copilot_app(copilot_settings(copilot={"warmIdle": 50}))
+    with capture_logs(processors=[notice]):
+        first = await send(client, TELL)
+        with anyio.fail_after(5):
+            await evicted.wait()
+        again = await send(client, ASK)
+
     assert answer(again) == "The secret word was BANANA."
     assert wrapper_metadata(again)["sessionId"] == wrapper_metadata(first)["sessionId"]

@@ -22,7 +22,7 @@ from tests.backends.copilot.a2a import (
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory, cli_pids
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 
-SECRET = "Remember this: the secret word is BANANA."
+TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"
 STALL = "MOCK_STALL then wait"
 
@@ -31,7 +31,7 @@ async def test_cancel_stops_the_agent_and_the_context_goes_on(
     copilot_app: AppFactory, mock: OpenAIChatMock
 ) -> None:
     client = await copilot_app()
-    await send(client, SECRET)
+    await send(client, TELL)
     task_id = await start(client, STALL)
     stalled = await mock.wait_for_request(STALL)
     await wait_for_working(client, task_id)
@@ -55,7 +55,7 @@ async def test_the_idle_deadline_stops_a_stalled_agent(
     copilot_app: AppFactory, copilot_settings: SettingsFactory, mock: OpenAIChatMock
 ) -> None:
     client = await copilot_app(copilot_settings(timeouts={"idle": 1000}))
-    await send(client, SECRET)
+    await send(client, TELL)
 
     with anyio.fail_after(10):
         task = await send(client, STALL)
@@ -73,7 +73,7 @@ async def test_a_cli_crash_fails_the_turn_and_the_next_turn_starts_a_new_cli(
     copilot_app: AppFactory, mock: OpenAIChatMock
 ) -> None:
     client = await copilot_app()
-    await send(client, SECRET)
+    await send(client, TELL)
     task_id = await start(client, STALL)
     await mock.wait_for_request(STALL)
     await wait_for_working(client, task_id)
