@@ -150,31 +150,41 @@ def _idle(state: TurnState, *, aborted: bool) -> Step:
     return state, ()
 
 
+_MISSING_LOGIN = ("no github oauth token", "no authentication information", "not authenticated")
+
+
 def describe_error(error: SessionErrorData) -> str:
     """A message a caller can act on (never the stack trace the event may carry)."""
     status = error.status_code
     detail = error.message.strip()
+    said = f"Copilot said: {detail}"
     kind = (error.error_type or "").lower()
-    if status in (401, 403) or kind == "authentication":
-        return (
-            f"The model endpoint rejected the credentials (HTTP {status or '401'}): check "
-            "copilot.provider.apiKey for a BYOK endpoint, or copilot.githubToken / "
-            f"`copilot login` for GitHub Copilot. Copilot said: {detail}"
-        )
-    if status == 429 or kind in ("rate_limit", "quota"):
-        return (
-            f"The model endpoint's rate limit or quota was hit (HTTP {status or 429}); "
-            f"try again later. Copilot said: {detail}"
-        )
     lowered = detail.lower()
-    overflow = "context" in lowered and ("length" in lowered or "too long" in lowered)
-    if kind in ("context_length", "context_window") or overflow:
-        return (
-            "The conversation no longer fits the model's context window; start a new "
-            f"context. Copilot said: {detail}"
+    if any(marker in lowered for marker in _MISSING_LOGIN):
+        advice = (
+            "No GitHub credentials for Copilot: set copilot.githubToken (or COPILOT_GITHUB_TOKEN,"
+            " GH_TOKEN, GITHUB_TOKEN), run `copilot login` as the daemon's user, or point "
+            "copilot.provider at a model endpoint (BYOK)."
         )
-    if status is not None and status >= 500:
-        return f"The model endpoint failed (HTTP {status}). Copilot said: {detail}"
-    if status is not None:
-        return f"The model endpoint refused the request (HTTP {status}). Copilot said: {detail}"
-    return f"The Copilot agent failed: {detail}"
+    elif status in (401, 403) or kind == "authentication":
+        advice = (
+            f"The model endpoint rejected the credentials (HTTP {status or 401}): check "
+            "copilot.provider.apiKey for a BYOK endpoint, or copilot.githubToken / "
+            "`copilot login` for GitHub Copilot."
+        )
+    elif status == 429 or kind in ("rate_limit", "quota"):
+        advice = (
+            f"The model endpoint's rate limit or quota was hit (HTTP {status or 429}); "
+            "try again later."
+        )
+    elif kind in ("context_length", "context_window") or (
+        "context" in lowered and ("length" in lowered or "too long" in lowered)
+    ):
+        advice = "The conversation no longer fits the model's context window; start a new context."
+    elif status is not None and status >= 500:
+        advice = f"The model endpoint failed (HTTP {status})."
+    elif status is not None:
+        advice = f"The model endpoint refused the request (HTTP {status})."
+    else:
+        return f"The Copilot agent failed: {detail}"
+    return f"{advice} {said}"

@@ -4,6 +4,7 @@ model endpoint errors as clear failures."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,48 @@ async def test_a_rejected_api_key_fails_the_task_and_says_which_key(
     assert "rejected the credentials (HTTP 401)" in text
     assert "copilot.provider.apiKey" in text
     assert "wrong-key" not in text
+
+
+def echo_server() -> dict[str, Any]:
+    script = Path(__file__).with_name("mcp_echo.py")
+    return {"echo": {"type": "stdio", "command": sys.executable, "args": [str(script)]}}
+
+
+async def test_an_allowed_mcp_tool_from_the_config_is_called(
+    copilot_app: AppFactory, copilot_settings: SettingsFactory
+) -> None:
+    settings = copilot_settings(copilot={"mcpServers": echo_server(), "allowTools": ["echo"]})
+    client = await copilot_app(settings)
+
+    task = await send(client, tool_prompt("echo-echo_upper", text="hi"))
+
+    assert state(task) == "TASK_STATE_COMPLETED", task
+    assert answer(task) == "TOOL RESULT SEEN: ECHO:HI"
+
+
+async def test_mcp_tools_are_refused_unless_allowed(
+    copilot_app: AppFactory, copilot_settings: SettingsFactory, mock: OpenAIChatMock
+) -> None:
+    client = await copilot_app(copilot_settings(copilot={"mcpServers": echo_server()}))
+
+    task = await send(client, tool_prompt("echo-echo_upper", text="hi"))
+
+    assert state(task) == "TASK_STATE_COMPLETED", task
+    tool_result = mock.requests[-1].texts("tool")[-1]
+    assert "refused this: the MCP tool echo(echo_upper) is not allowed by default" in tool_result
+
+
+async def test_without_any_credentials_the_task_says_how_to_log_in(
+    copilot_app: AppFactory, copilot_settings: SettingsFactory
+) -> None:
+    # GitHub mode (no provider), no token anywhere, a fresh HOME and COPILOT_HOME.
+    settings = copilot_settings(copilot={"provider": None, "offline": False, "model": None})
+    client = await copilot_app(settings)
+
+    with anyio.fail_after(30):
+        task = await send(client, "hello")
+
+    assert state(task) == "TASK_STATE_FAILED", task
+    text = status_text(task)
+    assert text.startswith("No GitHub credentials for Copilot: set copilot.githubToken")
+    assert "`copilot login`" in text
