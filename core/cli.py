@@ -12,10 +12,11 @@ from typing import Any
 
 from core import logs, registry
 from core.backend import Diagnosis
-from core.server.app import backend_config
+from core.server.app import backend_config, build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
 from core.settings import ConfigError, Settings, json_schema, load
+from core.tasks.hooks import HookLoadError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +48,8 @@ def _check(path: Path) -> int:
         settings = load(path)
         sys.path.insert(0, os.getcwd())
         backend = registry.create_backend(settings.backend, backend_config(settings))
-    except (ConfigError, registry.UnknownBackendError) as exc:
+        build_hooks(settings)
+    except (ConfigError, registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return 2
     print(f"{path}: config ok (backend {settings.backend})")
@@ -112,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         return _check(args.config)
     if args.command == "card":
         return _print_card(args.config, strict=args.strict)
+    return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     overrides: dict[str, Any] = {"server": {}}
     if args.host is not None:
@@ -129,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:
         return 130
+    except (registry.UnknownBackendError, HookLoadError) as exc:
+        print(f"a2a-wrapper: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
