@@ -16,6 +16,7 @@ import anyio
 import structlog
 
 from core.backend import (
+    ApprovalRequest,
     BackendEvent,
     Diagnosis,
     Failed,
@@ -142,7 +143,7 @@ class CopilotBackend:
         if warm.session_id != session_id:
             yield SessionBound(warm.session_id)
             yield Progress("The earlier Copilot session was not found; this is a new one.")
-        active = self._pool.begin(warm, turn.task_id)
+        active = self._pool.begin(warm, turn.task_id, turn.approvals)
         try:
             failure = await self._send(warm, active, turn)
             if failure is not None:
@@ -153,6 +154,9 @@ class CopilotBackend:
                 if isinstance(item, ChildExited):
                     yield Failed("error", _exited_message(item.returncode))
                     return
+                if isinstance(item, ApprovalRequest):
+                    yield item  # the engine waits for the caller's answer, then reads on
+                    continue
                 state, events = map_event(state, item)
                 for event in events:
                     yield event
@@ -196,8 +200,8 @@ class CopilotBackend:
         return opened
 
     async def _open(self, child: Child, session_id: str, *, resume: bool) -> WarmSession:
-        warm = WarmSession(session_id, child)
-        options = session_options(self._config, self._policy)
+        warm = WarmSession(session_id, child, self._policy)
+        options = session_options(self._config, warm.permission)
         client = child.client
         try:
             if resume:

@@ -6,18 +6,22 @@ resumed session gets the same options as a new one.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from copilot import MCPServerConfig, ProviderConfig, SystemMessageConfig
+from copilot import MCPServerConfig, PermissionRequest, ProviderConfig, SystemMessageConfig
 
 from core.backend.config import HttpMcpServer, McpServer, StdioMcpServer
 from core.backend.config.copilot import CopilotConfig
-from wrappers.copilot.permissions import PermissionPolicy
+from wrappers.copilot.permissions import Answer
+
+PermissionCallback = Callable[[PermissionRequest, Any], Awaitable[Answer]]
 
 
-def session_options(config: CopilotConfig, policy: PermissionPolicy) -> dict[str, Any]:
+def session_options(config: CopilotConfig, on_permission: PermissionCallback) -> dict[str, Any]:
+    """Without a permission callback the CLI silently denies every tool that needs approval."""
     options: dict[str, Any] = {
-        "on_permission_request": policy.handler,
+        "on_permission_request": on_permission,
         "working_directory": str(config.working_directory.resolve()),
         # Without streaming the CLI asks the model for whole replies: no text deltas.
         "streaming": True,

@@ -8,7 +8,7 @@ installs this one. Order of the decision:
 3. an `allowTools` pattern matches -> approve;
 4. the default: file writes inside the working directory, and shell commands whose paths all lie
    inside it (and that name no URL), are approved; everything else (reads outside it, URLs, MCP
-   tools, memory, ...) is refused.
+   tools, memory, ...) is refused, or, with `approvals.mode: ask`, asked of the caller.
 
 Patterns use the CLI's own `--allow-tool` syntax, `kind` or `kind(argument)`: `shell`,
 `shell(git:*)` (a command and its subcommands), `shell(make test)`, `write`, `write(.env)` (a
@@ -26,9 +26,11 @@ import fnmatch
 import os
 import re
 import shlex
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from copilot import PermissionRequest
@@ -41,6 +43,7 @@ from copilot.session_events import (
     PermissionRequestWrite,
 )
 
+from core.backend import ApprovalRequest
 from core.backend.config.copilot import TOOL_PATTERN
 
 # Paths a shell command may name without leaving the working directory.
@@ -68,8 +71,12 @@ class Rule:
 
 @dataclass(frozen=True)
 class Decision:
+    """`by_default`: no rule decided it, the default policy did (in `approvals.mode: ask`
+    such a refusal becomes a question to the caller instead)."""
+
     approved: bool
     reason: str
+    by_default: bool = False
 
 
 class PermissionPolicy:
@@ -98,15 +105,9 @@ class PermissionPolicy:
             return Decision(True, "copilot.allowTools")
         return self._default(request, what)
 
-    async def handler(
-        self, request: PermissionRequest, invocation: object
-    ) -> PermissionDecisionApproveOnce | PermissionDecisionReject:
-        decision = self.decide(request)
-        if decision.approved:
-            return PermissionDecisionApproveOnce()
-        return PermissionDecisionReject(
-            feedback=f"The a2a-wrapper permission policy refused this: {decision.reason}."
-        )
+    async def handler(self, request: PermissionRequest, invocation: object) -> Answer:
+        """The SDK callback when nobody is asked (`approvals.mode: policy`)."""
+        return answer_for(self.decide(request))
 
     # ----- the default policy ------------------------------------------------------------------
 
@@ -114,19 +115,21 @@ class PermissionPolicy:
         match request:
             case PermissionRequestWrite(file_name=path) | PermissionRequestRead(path=path):
                 if self._inside(path):
-                    return Decision(True, f"{request.kind} inside the working directory")
-                return Decision(False, f"{what} is outside the working directory {_HINT}")
+                    return Decision(True, f"{request.kind} inside the working directory", True)
+                return Decision(False, f"{what} is outside the working directory {_HINT}", True)
             case PermissionRequestShell() as shell:
                 return self._default_shell(shell, what)
-        return Decision(False, f"{what} is not allowed by default {_HINT}")
+        return Decision(False, f"{what} is not allowed by default {_HINT}", True)
 
     def _default_shell(self, shell: PermissionRequestShell, what: str) -> Decision:
         outside = [p for p in self._shell_paths(shell) if not self._inside(p)]
         if outside:
-            return Decision(False, f"{what} names {outside[0]}, outside the working directory")
+            return Decision(
+                False, f"{what} names {outside[0]}, outside the working directory", True
+            )
         if _shell_urls(shell):
-            return Decision(False, f"{what} reaches a URL {_HINT}")
-        return Decision(True, "a shell command inside the working directory")
+            return Decision(False, f"{what} reaches a URL {_HINT}", True)
+        return Decision(True, "a shell command inside the working directory", True)
 
     def _inside(self, path: str) -> bool:
         if path in _HARMLESS:
@@ -161,6 +164,57 @@ class PermissionPolicy:
             case PermissionRequestMcp() as mcp if rule.kind == mcp.server_name:
                 matched = rule.argument is None or rule.argument in _mcp_names(mcp)
         return matched
+
+
+Answer = PermissionDecisionApproveOnce | PermissionDecisionReject
+
+
+def answer_for(decision: Decision) -> Answer:
+    if decision.approved:
+        return PermissionDecisionApproveOnce()
+    return PermissionDecisionReject(
+        feedback=f"The a2a-wrapper permission policy refused this: {decision.reason}."
+    )
+
+
+def approval_request(request: PermissionRequest, decision: Decision) -> ApprovalRequest:
+    """The question for the caller (`approvals.mode: ask`) about a request the rules left to
+    the default policy, which would refuse it."""
+    kind: Literal["tool", "command", "file", "other"] = "other"
+    detail: dict[str, Any] = {"reason": decision.reason}
+    tool: str = request.kind
+    match request:
+        case PermissionRequestShell(full_command_text=command):
+            kind, detail["command"] = "command", command
+        case PermissionRequestWrite(file_name=path) | PermissionRequestRead(path=path):
+            kind, detail["path"] = "file", path
+        case PermissionRequestUrl(url=url):
+            detail["url"] = url
+        case PermissionRequestMcp(server_name=server, tool_title=title, args=arguments):
+            kind, tool = "tool", f"{server}({title})"
+            detail["arguments"] = arguments
+    what = describe(request)
+    return ApprovalRequest(
+        request_id=str(uuid.uuid4()),
+        kind=kind,
+        tool=tool,
+        summary=what[0].upper() + what[1:],
+        detail=detail,
+    )
+
+
+def request_key(request: PermissionRequest) -> str:
+    """What `approve_always` remembers: this command, path, URL or MCP tool."""
+    match request:
+        case PermissionRequestShell(full_command_text=command):
+            return f"shell:{command}"
+        case PermissionRequestWrite(file_name=path) | PermissionRequestRead(path=path):
+            return f"{request.kind}:{path}"
+        case PermissionRequestUrl(url=url):
+            return f"url:{url}"
+        case PermissionRequestMcp(server_name=server, tool_name=tool):
+            return f"mcp:{server}:{tool}"
+    return request.kind
 
 
 def describe(request: PermissionRequest) -> str:

@@ -11,12 +11,22 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Literal
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from copilot import CopilotSession
+from copilot import CopilotSession, PermissionRequest
+from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.session_events import SessionEvent, SessionIdleData
 
+from core.backend import ApprovalRequest
+from wrappers.copilot.permissions import (
+    Answer,
+    PermissionPolicy,
+    answer_for,
+    approval_request,
+    request_key,
+)
 from wrappers.copilot.runtime import Child
 
 
@@ -27,16 +37,18 @@ class ChildExited:
     returncode: int | None
 
 
-TurnItem = SessionEvent | ChildExited
+TurnItem = SessionEvent | ChildExited | ApprovalRequest
 
 
 @dataclass(eq=False)
 class ActiveTurn:
-    """The running turn of a session: its events, in order, and whether it is over."""
+    """The running turn of a session: its events (and approval questions), in order, and
+    whether it is over."""
 
     task_id: str
     send: MemoryObjectSendStream[TurnItem]
     receive: MemoryObjectReceiveStream[TurnItem]
+    approvals: Literal["policy", "ask"] = "policy"
     done: anyio.Event = field(default_factory=anyio.Event)
     sent: bool = False
 
@@ -49,9 +61,34 @@ class ActiveTurn:
 class WarmSession:
     session_id: str
     child: Child
+    policy: PermissionPolicy
     session: CopilotSession | None = None
     turn: ActiveTurn | None = None
     last_used: float = 0.0
+    # What the caller approved with `approve_always` in this session (request_key()).
+    always: set[str] = field(default_factory=set)
+
+    async def permission(self, request: PermissionRequest, invocation: object) -> Answer:
+        """The SDK's permission callback: the policy decides; in `approvals.mode: ask` what
+        only the default policy would refuse is asked of the caller, and this waits."""
+        decision = self.policy.decide(request)
+        key = request_key(request)
+        if decision.approved or not decision.by_default or key in self.always:
+            return PermissionDecisionApproveOnce() if key in self.always else answer_for(decision)
+        turn = self.turn
+        if turn is None or turn.approvals != "ask" or turn.done.is_set():
+            return answer_for(decision)
+        question = approval_request(request, decision)
+        try:
+            turn.send.send_nowait(question)
+        except anyio.ClosedResourceError:
+            return answer_for(decision)
+        reply = await question.reply.wait()
+        if reply.decision == "deny":
+            return PermissionDecisionReject(feedback=reply.message or "The caller denied this.")
+        if reply.decision == "approve_always":
+            self.always.add(key)
+        return PermissionDecisionApproveOnce()
 
     def dispatch(self, event: SessionEvent) -> None:
         """The SDK's event callback (runs in the event loop): route to the running turn."""
@@ -92,9 +129,11 @@ class SessionPool:
         self._sessions.move_to_end(warm.session_id)
         self._notify()
 
-    def begin(self, warm: WarmSession, task_id: str) -> ActiveTurn:
+    def begin(
+        self, warm: WarmSession, task_id: str, approvals: Literal["policy", "ask"] = "policy"
+    ) -> ActiveTurn:
         send, receive = anyio.create_memory_object_stream[TurnItem](math.inf)
-        warm.turn = ActiveTurn(task_id, send, receive)
+        warm.turn = ActiveTurn(task_id, send, receive, approvals)
         return warm.turn
 
     def end(self, warm: WarmSession) -> None:

@@ -129,7 +129,7 @@ def test_session_options_carry_provider_prompt_mcp_and_the_policy(tmp_path: Path
     )
     policy = PermissionPolicy(tmp_path)
 
-    options = session_options(config, policy)
+    options = session_options(config, policy.handler)
 
     assert options["provider"] == {
         "type": "openai",
@@ -160,7 +160,7 @@ def test_session_options_carry_provider_prompt_mcp_and_the_policy(tmp_path: Path
 
 
 def test_a_github_session_has_no_provider_and_the_agents_model() -> None:
-    options = session_options(block(), PermissionPolicy(Path(".")))
+    options = session_options(block(), PermissionPolicy(Path(".")).handler)
 
     assert "provider" not in options
     assert "model" not in options

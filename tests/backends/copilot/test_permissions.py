@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
-from copilot import PermissionRequest
+from copilot import CopilotClient, PermissionRequest, RuntimeConnection
 from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.session_events import (
     PermissionRequestMcp,
@@ -19,7 +20,10 @@ from copilot.session_events import (
     PermissionRequestWrite,
 )
 
-from wrappers.copilot.permissions import PermissionPolicy
+from core.backend import ApprovalAnswer, ApprovalRequest, Decision
+from wrappers.copilot.permissions import PermissionPolicy, approval_request
+from wrappers.copilot.runtime import Child
+from wrappers.copilot.sessions import SessionPool, WarmSession
 
 FIXTURES = Path(__file__).parent / "fixtures" / "permissions"
 PROJECT = Path("/srv/a2a-project")
@@ -177,3 +181,91 @@ async def test_the_handler_answers_with_the_sdk_decisions() -> None:
     assert isinstance(refuse, PermissionDecisionReject)
     assert refuse.feedback is not None
     assert refuse.feedback.startswith("The a2a-wrapper permission policy refused this: writing")
+
+
+# ----- approvals.mode: ask --------------------------------------------------------------------
+
+
+@pytest.fixture
+def session(copilot_cli: Path) -> WarmSession:
+    """A warm session for bookkeeping only: its CLI client is never started."""
+    client = CopilotClient(connection=RuntimeConnection.for_stdio(path=str(copilot_cli)))
+    return WarmSession("s", Child(client, generation=1), policy(deny=["shell(rm:*)"]))
+
+
+async def ask(session: WarmSession, request: PermissionRequest, decision: Decision) -> object:
+    """Run the permission callback; answer the question it puts into the turn with
+    `decision`."""
+    pool = SessionPool(warm_idle_ms=0, max_warm=1)
+    turn = pool.begin(session, "task", "ask")
+    result: list[object] = []
+
+    async def callback() -> None:
+        result.append(await session.permission(request, {"session_id": "s"}))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(callback)
+            with anyio.fail_after(5):
+                question = await turn.receive.receive()
+            assert isinstance(question, ApprovalRequest)
+            question.reply.answer(ApprovalAnswer(decision, "not today"))
+    finally:
+        pool.end(session)
+    return result[0]
+
+
+async def test_ask_mode_puts_what_the_default_refuses_to_the_caller(session: WarmSession) -> None:
+    outside = recorded("tool_shell_outside")
+
+    approved = await ask(session, outside, "approve")
+    denied = await ask(session, outside, "deny")
+
+    assert isinstance(approved, PermissionDecisionApproveOnce)
+    assert isinstance(denied, PermissionDecisionReject)
+    assert denied.feedback == "not today"
+
+
+async def test_approve_always_is_remembered_for_the_session(session: WarmSession) -> None:
+    outside = recorded("tool_read_outside")
+    await ask(session, outside, "approve_always")
+
+    # No question this time (a question would wait for ever without a turn to answer it).
+    with anyio.fail_after(1):
+        again = await session.permission(outside, {"session_id": "s"})
+
+    assert isinstance(again, PermissionDecisionApproveOnce)
+
+
+async def test_ask_mode_never_asks_what_a_rule_or_the_default_decides(
+    session: WarmSession,
+) -> None:
+    pool = SessionPool(warm_idle_ms=0, max_warm=1)
+    pool.begin(session, "task", "ask")
+    try:
+        with anyio.fail_after(1):
+            inside = await session.permission(recorded("tool_create"), {})
+            denied = await session.permission(shell("rm -rf build"), {})
+    finally:
+        pool.end(session)
+
+    assert isinstance(inside, PermissionDecisionApproveOnce)
+    assert isinstance(denied, PermissionDecisionReject)
+    assert denied.feedback is not None and "copilot.denyTools" in denied.feedback
+
+
+def test_the_question_says_what_is_asked() -> None:
+    request = recorded("tool_shell_outside")
+    decision = policy().decide(request)
+
+    question = approval_request(request, decision)
+
+    assert question.kind == "command"
+    assert question.tool == "shell"
+    assert question.summary == "The shell command 'cat /etc/hostname > /srv/outside.txt'"
+    assert question.detail == {
+        "command": "cat /etc/hostname > /srv/outside.txt",
+        "reason": decision.reason,
+    }
+    mcp = approval_request(MCP_ECHO, policy().decide(MCP_ECHO))
+    assert (mcp.kind, mcp.tool) == ("tool", "echo(echo_upper)")

@@ -10,6 +10,7 @@ import anyio
 import pytest
 from copilot import CopilotClient, RuntimeConnection
 
+from wrappers.copilot.permissions import PermissionPolicy
 from wrappers.copilot.runtime import Child
 from wrappers.copilot.sessions import SessionPool, WarmSession
 
@@ -22,7 +23,8 @@ def child(copilot_cli: Path) -> Child:
 
 
 def warm(pool: SessionPool, child: Child, *names: str) -> list[WarmSession]:
-    sessions = [WarmSession(name, child) for name in names]
+    policy = PermissionPolicy(Path("/srv/a2a-project"))
+    sessions = [WarmSession(name, child, policy) for name in names]
     for session in sessions:
         pool.add(session)
     return sessions
