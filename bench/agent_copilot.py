@@ -2,9 +2,10 @@
 
 Both paths run the real `copilot` CLI (offline, BYOK) against the in-process chat completions
 mock, each with a Copilot home of its own and one shared, pre-warmed XDG cache. Per
-conversation: a first turn (a new session) and a follow-up turn (the warm session). The daemon
-path is the real app on 127.0.0.1 (port 0) driven over HTTP with blocking SendMessage; the SDK
-path is `create_session` + `send_and_wait`. A benchmark, not a test: nothing asserts timings.
+conversation: a first turn (a new session) and a follow-up turn (the warm session); the two
+paths take turns conversation by conversation. The daemon path is the real app on 127.0.0.1
+(port 0) driven over HTTP with blocking SendMessage; the SDK path is `create_session` +
+`send_and_wait`. A benchmark, not a test: nothing asserts timings.
 
     .venv/bin/python -m bench.agent_copilot [--conversations 10] [--cli PATH]
 """
@@ -58,72 +59,80 @@ def _env(work: Path, cache: Path, base_url: str) -> dict[str, str]:
     }
 
 
-async def via_sdk(cli: Path, work: Path, cache: Path, mock: OpenAIChatMock, n: int) -> Timings:
-    times: Timings = {"CLI start": [], "first turn": [], "follow-up turn": []}
-    project = work / "project"
-    project.mkdir(parents=True)
-    connection = RuntimeConnection.for_stdio(path=str(cli))
-    connection.env = _env(work, cache, mock.base_url)
-    client = CopilotClient(
-        connection=connection, use_logged_in_user=False, working_directory=str(project)
-    )
-    started = time.perf_counter()
-    await client.start()
-    times["CLI start"].append(time.perf_counter() - started)
-    provider: Any = {"type": "openai", "base_url": mock.base_url}
-    try:
-        for i in range(n):
-            started = time.perf_counter()
-            session = await client.create_session(
-                session_id=str(uuid.uuid4()),
-                on_permission_request=PermissionHandler.approve_all,
-                model=MODEL,
-                provider=provider,
-                working_directory=str(project),
-                streaming=True,
-            )
-            await session.send_and_wait(f"Hello, conversation {i}.", timeout=60)
-            times["first turn"].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            await session.send_and_wait("And once more.", timeout=60)
-            times["follow-up turn"].append(time.perf_counter() - started)
-            await session.disconnect()
-    finally:
-        await client.stop()
-    return times
+class SdkPath:
+    """The same turns straight through github-copilot-sdk."""
+
+    def __init__(self, cli: Path, work: Path, cache: Path, mock: OpenAIChatMock) -> None:
+        self.project = work / "project"
+        self.project.mkdir(parents=True)
+        connection = RuntimeConnection.for_stdio(path=str(cli))
+        connection.env = _env(work, cache, mock.base_url)
+        self.client = CopilotClient(
+            connection=connection, use_logged_in_user=False, working_directory=str(self.project)
+        )
+        self.provider: Any = {"type": "openai", "base_url": mock.base_url}
+
+    async def start(self) -> None:
+        await self.client.start()
+
+    async def conversation(self, i: int, times: Timings) -> None:
+        started = time.perf_counter()
+        session = await self.client.create_session(
+            session_id=str(uuid.uuid4()),
+            on_permission_request=PermissionHandler.approve_all,
+            model=MODEL,
+            provider=self.provider,
+            working_directory=str(self.project),
+            streaming=True,
+        )
+        await session.send_and_wait(f"Hello, conversation {i}.", timeout=60)
+        times["first turn"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await session.send_and_wait("And once more.", timeout=60)
+        times["follow-up turn"].append(time.perf_counter() - started)
+        await session.disconnect()
+
+    async def stop(self) -> None:
+        await self.client.stop()
 
 
-async def via_daemon(cli: Path, work: Path, cache: Path, mock: OpenAIChatMock, n: int) -> Timings:
-    times: Timings = {"CLI start": [], "first turn": [], "follow-up turn": []}
-    project = work / "project"
-    project.mkdir(parents=True)
-    settings = load(
-        None,
-        overrides={
-            "backend": "copilot",
-            "storage": {"kind": "memory"},
-            "copilot": {
-                "workingDirectory": str(project),
-                "cliPath": str(cli),
-                "home": str(work / "copilot-home"),
-                "model": MODEL,
-                "offline": True,
-                "provider": {"baseUrl": mock.base_url},
-                "env": {"HOME": str(work / "home"), "XDG_CACHE_HOME": str(cache)},
+class DaemonPath:
+    """The real app on 127.0.0.1, driven over HTTP with blocking SendMessage."""
+
+    def __init__(self, cli: Path, work: Path, cache: Path, mock: OpenAIChatMock) -> None:
+        project = work / "project"
+        project.mkdir(parents=True)
+        settings = load(
+            None,
+            overrides={
+                "backend": "copilot",
+                "storage": {"kind": "memory"},
+                "copilot": {
+                    "workingDirectory": str(project),
+                    "cliPath": str(cli),
+                    "home": str(work / "copilot-home"),
+                    "model": MODEL,
+                    "offline": True,
+                    "provider": {"baseUrl": mock.base_url},
+                    "env": {"HOME": str(work / "home"), "XDG_CACHE_HOME": str(cache)},
+                },
             },
-        },
-        environ={},
-    )
-    runner = web.AppRunner(create_app(settings))
-    started = time.perf_counter()
-    await runner.setup()  # starts the backend, so the CLI
-    times["CLI start"].append(time.perf_counter() - started)
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    url = f"http://127.0.0.1:{port}/a2a/jsonrpc"
+            environ={},
+        )
+        self.runner = web.AppRunner(create_app(settings))
+        self.url = ""
+        self.http: aiohttp.ClientSession | None = None
 
-    async def send(http: aiohttp.ClientSession, text: str, context: str) -> None:
+    async def start(self) -> None:
+        await self.runner.setup()  # starts the backend, so the CLI
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/a2a/jsonrpc"
+        self.http = aiohttp.ClientSession()
+
+    async def _send(self, text: str, context: str) -> None:
+        if self.http is None:
+            raise RuntimeError("start() first")
         body = {
             "jsonrpc": "2.0",
             "id": 1,
@@ -137,25 +146,24 @@ async def via_daemon(cli: Path, work: Path, cache: Path, mock: OpenAIChatMock, n
                 }
             },
         }
-        async with http.post(url, json=body, headers=V1) as response:
+        async with self.http.post(self.url, json=body, headers=V1) as response:
             reply = await response.json()
         state = reply["result"]["task"]["status"]["state"]
         if state != "TASK_STATE_COMPLETED":
             raise RuntimeError(f"turn ended {state}: {reply}")
 
-    try:
-        async with aiohttp.ClientSession() as http:
-            for i in range(n):
-                context = f"bench-{i}"
-                started = time.perf_counter()
-                await send(http, f"Hello, conversation {i}.", context)
-                times["first turn"].append(time.perf_counter() - started)
-                started = time.perf_counter()
-                await send(http, "And once more.", context)
-                times["follow-up turn"].append(time.perf_counter() - started)
-    finally:
-        await runner.cleanup()
-    return times
+    async def conversation(self, i: int, times: Timings) -> None:
+        started = time.perf_counter()
+        await self._send(f"Hello, conversation {i}.", f"bench-{i}")
+        times["first turn"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await self._send("And once more.", f"bench-{i}")
+        times["follow-up turn"].append(time.perf_counter() - started)
+
+    async def stop(self) -> None:
+        if self.http is not None:
+            await self.http.close()
+        await self.runner.cleanup()
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -169,15 +177,33 @@ async def main(args: argparse.Namespace) -> None:
             env={"PATH": "/usr/bin:/bin", "HOME": str(root), "XDG_CACHE_HOME": str(cache)},
         )
         async with OpenAIChatMock() as mock:
-            sdk = await via_sdk(args.cli, root / "sdk", cache, mock, args.conversations)
-            daemon = await via_daemon(args.cli, root / "daemon", cache, mock, args.conversations)
-    for title, timings in (("github-copilot-sdk directly", sdk), ("through the daemon", daemon)):
-        print(title)
-        for name, values in timings.items():
-            print(_row(name, values))
+            paths = {
+                "github-copilot-sdk directly": SdkPath(args.cli, root / "sdk", cache, mock),
+                "through the daemon": DaemonPath(args.cli, root / "daemon", cache, mock),
+            }
+            times: dict[str, Timings] = {
+                name: {"CLI start": [], "first turn": [], "follow-up turn": []} for name in paths
+            }
+            try:
+                for name, path in paths.items():
+                    started = time.perf_counter()
+                    await path.start()
+                    times[name]["CLI start"].append(time.perf_counter() - started)
+                # Interleaved, so a busy machine slows both paths alike.
+                for i in range(args.conversations):
+                    for name, path in paths.items():
+                        await path.conversation(i, times[name])
+            finally:
+                for path in paths.values():
+                    await path.stop()
+    for name, timings in times.items():
+        print(name)
+        for label, values in timings.items():
+            print(_row(label, values))
+    sdk, daemon = times.values()
     overhead = [
-        statistics.median(daemon[name]) - statistics.median(sdk[name])
-        for name in ("first turn", "follow-up turn")
+        statistics.median(daemon[label]) - statistics.median(sdk[label])
+        for label in ("first turn", "follow-up turn")
     ]
     print(
         f"daemon overhead (median): first turn {overhead[0] * 1000:+.0f} ms, "
