@@ -177,7 +177,7 @@ async def main(args: argparse.Namespace) -> None:
             env={"PATH": "/usr/bin:/bin", "HOME": str(root), "XDG_CACHE_HOME": str(cache)},
         )
         async with OpenAIChatMock() as mock:
-            paths = {
+            paths: dict[str, SdkPath | DaemonPath] = {
                 "github-copilot-sdk directly": SdkPath(args.cli, root / "sdk", cache, mock),
                 "through the daemon": DaemonPath(args.cli, root / "daemon", cache, mock),
             }
