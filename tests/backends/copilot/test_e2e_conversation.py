@@ -10,9 +10,9 @@ import anyio
 from structlog.testing import capture_logs
 from structlog.typing import EventDict, WrappedLogger
 
-from tests.backends.copilot.a2a import answer, send, state, wrapper_metadata
+from tests.backends.copilot.a2a import answer, send, start, state, wait_done, wrapper_metadata
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory, cli_pids
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply
 
 TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"
@@ -135,3 +135,23 @@ async def test_an_idle_warm_session_is_closed_after_warm_idle_then_resumed(
 
     assert answer(again) == "The secret word was BANANA."
     assert wrapper_metadata(again)["sessionId"] == wrapper_metadata(first)["sessionId"]
+
+
+async def test_two_contexts_run_at_once_on_one_cli_without_crosstalk(
+    copilot_app: AppFactory, mock: OpenAIChatMock
+) -> None:
+    # Each reply streams a word, then waits until both model calls are in flight.
+    mock.reply(StallReply(before="alpha ", after="one"), when="first")
+    mock.reply(StallReply(before="beta ", after="two"), when="second")
+    client = await copilot_app()
+
+    one = await start(client, "the first one", context_id="one")
+    two = await start(client, "the second one", context_id="two")
+    await mock.wait_for_request("first")
+    await mock.wait_for_request("second")
+    mock.release_stalls()
+    first, second = await wait_done(client, one), await wait_done(client, two)
+
+    assert answer(first) == "alpha one"
+    assert answer(second) == "beta two"
+    assert len(cli_pids()) == 1
