@@ -115,10 +115,12 @@ class CopilotBackend:
                 True,
                 f"the copilot CLI exited (code {child.returncode}); the next turn starts a new one",
             )
-        with anyio.move_on_after(5):
-            await child.client.ping()
-            return Health(True, f"copilot CLI {child.version or '?'} running")
-        return Health(False, "the copilot CLI does not answer")
+        try:
+            with anyio.fail_after(5):
+                await child.client.ping()
+        except Exception:  # noqa: BLE001 - any failure to answer is the health verdict
+            return Health(False, "the copilot CLI does not answer")
+        return Health(True, f"copilot CLI {child.version or '?'} running")
 
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)

@@ -84,7 +84,9 @@ class Child:
 
     @property
     def alive(self) -> bool:
-        return not self.exited.is_set()
+        if self.exited.is_set():
+            return False
+        return self.process is None or self.process.poll() is None
 
 
 class CopilotRuntime:
