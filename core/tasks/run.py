@@ -7,12 +7,13 @@ the snapshot, the persisted copy and what subscribers see never disagree.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 import structlog
 
-from core.backend import BackendEvent, Turn
+from core.backend import ApprovalRequest, BackendEvent, Turn
 from core.tasks.broker import TaskBroker
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.store import TaskStore
@@ -59,8 +60,18 @@ class TaskRun:
     stop_reason: str | None = None
     # The turn being run and the backend event being applied, for the policy hooks.
     hooks: Hooks = NO_HOOKS
+    # The agent's permission request the task waits on (INPUT_REQUIRED, turn paused).
+    pending_approval: ApprovalRequest | None = None
     turn: Turn | None = None
     cause: BackendEvent | None = None
+    # Told of every event after the broker (push notifications); must not block.
+    notify: Callable[[TaskRun, StreamResponse], None] | None = None
+
+    def publish(self, event: StreamResponse) -> None:
+        """Hand an event to the task's subscribers, then to `notify`. Never waits."""
+        self.broker.publish(event)
+        if self.notify is not None:
+            self.notify(self, event)
 
     def snapshot(self) -> Task:
         return self.task.model_copy(deep=True)
@@ -69,7 +80,7 @@ class TaskRun:
         """Make the task visible to stream subscribers (first event: the Task snapshot)."""
         if not self.announced:
             self.announced = True
-            self.broker.publish(StreamResponse(task=self.snapshot()))
+            self.publish(StreamResponse(task=self.snapshot()))
 
     async def _outgoing(self, event: StreamResponse) -> StreamResponse | None:
         """The event after the afterEvent hook (None: dropped); unchanged outside a turn."""
@@ -105,9 +116,17 @@ class TaskRun:
         )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self.store.save(self.principal, self.task)
-        self.broker.publish(event.model_copy(deep=True))
+        self.publish(event.model_copy(deep=True))
         if status.state.terminal:
             self.broker.close()
+
+    async def resume_after_input(self, user: Message) -> None:
+        """The caller answered the question of this paused turn: the question and the answer go
+        to the history, and the task is WORKING again."""
+        question = self.task.status.message
+        self.task.history = [*(self.task.history or []), *([question] if question else []), user]
+        self.task.status = self.task.status.model_copy(update={"message": None})
+        await self.set_status(TaskState.WORKING)
 
     async def progress(self, text: str) -> None:
         """A WORKING update carrying a note; published, never stored."""
@@ -125,7 +144,7 @@ class TaskRun:
             )
         )
         if event is not None:
-            self.broker.publish(event)
+            self.publish(event)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         self.announce()
@@ -157,4 +176,4 @@ class TaskRun:
         else:
             artifacts.append(update.artifact)
         self.task.artifacts = artifacts
-        self.broker.publish(event)
+        self.publish(event)
