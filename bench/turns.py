@@ -1,7 +1,7 @@
 """Agent turns: each real backend through the daemon vs the same turn driven directly.
 
-For every backend whose wrapper (`wrappers.<name>`) and mock model server
-(`tests.support.mock_models.<name>`) are present, this series measures, against that mock model:
+For every backend whose wrapper (`wrappers.<name>`) is merged and has a `Target` here, this
+series measures, against the project's mock model server (tests/support/mock_models/):
 
 - through the daemon: the first turn of a new context, a follow-up on the same context with
   the daemon (and the agent process it keeps) still running (warm), and a follow-up after the
@@ -50,13 +50,10 @@ TARGETS: dict[str, Target] = {}
 
 def available(name: str) -> str | None:
     """None when the backend can be measured, else why not."""
-    for module in (f"wrappers.{name}", f"tests.support.mock_models.{name}"):
-        if importlib.util.find_spec(module.rsplit(".", 1)[0]) is None:
-            return f"{module} is not present"
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not present (not merged yet)"
+    if importlib.util.find_spec(f"wrappers.{name}") is None:
+        return f"wrappers.{name} is not present (not merged yet)"
     if name not in TARGETS:
-        return "no bench.turns target for it yet"
+        return "the wrapper is merged; no bench.turns target for it yet"
     return None
 
 
