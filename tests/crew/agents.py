@@ -4,6 +4,8 @@ The first line of the prompt says what to do (the rest is context, e.g. earlier 
   `say: X`            answer X                  `json: {...}`   answer that JSON as text
   `data: {...}`       answer a data artifact    `fail: M`       fail with M
   `flaky: X`          fail the first time this prompt is seen, then answer X
+  `strict: {...}`     answer prose, unless the prompt says the previous answer was rejected:
+                      then that JSON (an agent that follows the crew's retry hint)
   `verdicts: a,b`     answer {"verdict": ..., "notes": ...}, the n-th verdict on the n-th turn
                       of the session with this command (the last one repeats)
   `ask: Q`            need input, asking Q; the answer to it is echoed back (`answered: ...`)
@@ -133,6 +135,8 @@ class CrewBackend:
                 else:
                     self.seen.add(turn.text)
                     yield Failed("error", "flaky failure")
+            case "strict":
+                yield Text(arg if "was rejected" in turn.text else "Sure, here it is!")
             case "verdicts":
                 verdicts = [v.strip() for v in arg.split(",")]
                 n = earlier.count("verdicts") - 1
