@@ -292,7 +292,7 @@ class Crew:
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
                     raise StepFailedError(exc.reason + suffix) from exc
                 hint = exc.hint
-                self._observe(owner.id, state="retrying", note=exc.reason)
+                self._observe(spec.id, state="retrying", note=exc.reason)
                 await anyio.sleep(spec.retry_delay / 1000)
             latest = self.ledger.run(self.job_id, spec.id, run.attempt)
             run = latest if latest.open else None
@@ -311,13 +311,16 @@ class Crew:
             raise AttemptFailedError(f"prompt: {exc}", retryable=False) from exc
         if hint:
             prompt += f"\n\n{hint}"
+        if owner is not spec:  # a loop re-runs its verdict step: that step is busy again
+            self._observe(owner.id, state="waiting", note=f"{spec.id} round {run.round}")
+            self._observe(spec.id, started=self.clock(), ended=None)
         self._observe(
-            owner.id,
+            spec.id,
             state=run.state,
             round=run.round,
             attempt=run.attempt,
             task_id=run.task_id,
-            note=f"{spec.id} round {run.round}" if owner is not spec else "",
+            note="",
         )
         budget = min(spec.deadline / 1000 if spec.deadline is not None else math.inf, self._left())
         used = 0.0
@@ -326,13 +329,13 @@ class Crew:
             while True:
                 started = self.clock()
                 with anyio.move_on_after(budget - used) as deadline:
-                    task, run = await self._settled(link, run, send, owner, self._refs(spec, run))
+                    task, run = await self._settled(link, run, send, spec, self._refs(spec, run))
                 used += self.clock() - started
                 if deadline.cancelled_caught:
                     raise await self._past_deadline(link, run, spec, budget)
                 if task.state not in INTERRUPTED:
-                    return self._finish(spec, run, task, owner)
-                answer = await self._ask(owner, link, task)
+                    return self._finish(spec, run, task)
+                answer = await self._ask(spec, link, task)
                 run = self.ledger.update_run(run, answers=run.answers + 1)
                 send = (answer, f"{run.message_id}:answer:{run.answers}")
         except anyio.get_cancelled_exc_class():
@@ -346,7 +349,7 @@ class Crew:
         link: AgentLink,
         run: RunRow,
         send: tuple[str, str] | None,
-        owner: StepSpec,
+        spec: StepSpec,
         refs: list[str],
     ) -> tuple[RemoteTask, RunRow]:
         """Send (or follow) until the task ends or needs input; the ledger follows along."""
@@ -354,7 +357,7 @@ class Crew:
             found = await self._guard(link.find(run.context_id, run.message_id), run)
             if found is not None:
                 run = self.ledger.update_run(run, task_id=found.id, state=found.state)
-                self._observe(owner.id, state=found.state, task_id=found.id, note="found again")
+                self._observe(spec.id, state=found.state, task_id=found.id, note="found again")
                 send = None
         rounds = 0
         while True:
@@ -375,7 +378,7 @@ class Crew:
                 events = link.follow(run.task_id)
             else:
                 raise AttemptFailedError("nothing to send and no task to follow", retryable=True)
-            run, reply = await self._consume(events, run, owner)
+            run, reply = await self._consume(events, run, spec)
             if reply is not None:
                 return reply, run
             if run.task_id is None:
@@ -385,7 +388,7 @@ class Crew:
                 return task, run
 
     async def _consume(
-        self, events: AsyncIterator[Update], run: RunRow, owner: StepSpec
+        self, events: AsyncIterator[Update], run: RunRow, spec: StepSpec
     ) -> tuple[RunRow, RemoteTask | None]:
         async with closing(events):
             try:
@@ -400,7 +403,7 @@ class Crew:
                     elif update.state is not None and update.state != run.state:
                         run = self.ledger.update_run(run, state=update.state)
                     self._observe(
-                        owner.id, state=run.state, task_id=run.task_id, note=update.note[:200]
+                        spec.id, state=run.state, task_id=run.task_id, note=update.note[:200]
                     )
             except AgentUnreachableError as exc:
                 self._unreachable(run, exc)
@@ -461,20 +464,20 @@ class Crew:
         self.ledger.update_run(run, state=state, detail=detail, ended_at=now())
         return remote
 
-    async def _ask(self, owner: StepSpec, link: AgentLink, task: RemoteTask) -> str:
+    async def _ask(self, spec: StepSpec, link: AgentLink, task: RemoteTask) -> str:
         question = Question(
-            owner.id, link.name, task.id, task.note or "(the agent gave no question)", task.state
+            spec.id, link.name, task.id, task.note or "(the agent gave no question)", task.state
         )
-        self._observe(owner.id, state=task.state, note=question.text)
+        self._observe(spec.id, state=task.state, note=question.text)
         async with self._ask_lock:
             with anyio.move_on_after(self._left()):
                 answer = await self.asker.ask(question)
                 if answer is not None and answer.strip():
-                    self._observe(owner.id, state="working", note="answered")
+                    self._observe(spec.id, state="working", note="answered")
                     return answer
         raise NeedsInputError(question)
 
-    def _finish(self, spec: StepSpec, run: RunRow, task: RemoteTask, owner: StepSpec) -> Output:
+    def _finish(self, spec: StepSpec, run: RunRow, task: RemoteTask) -> Output:
         artifacts = list(task.artifacts)
         usage = task.usage
         common = {
@@ -483,7 +486,7 @@ class Crew:
             "backend": task.backend,
             "ended_at": now(),
         }
-        self._add_usage(owner.id, usage)
+        self._add_usage(spec.id, usage)
         if task.state != "completed":
             reason = task.note or f"the task ended {task.state}"
             self.ledger.update_run(run, state=task.state, detail=reason, **common)
@@ -510,7 +513,8 @@ class Crew:
         self.ledger.set_step(
             self.job_id, spec.id, agent=spec.agent, state=self.state[spec.id], rounds=run.round
         )
-        self._observe(spec.id, round=run.round)
+        if self.state[spec.id] == "done":  # a verdict step re-run by a loop
+            self._observe(spec.id, state="done", ended=self.clock())
         return output
 
     # ----- helpers -----------------------------------------------------------------------

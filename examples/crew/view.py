@@ -74,7 +74,7 @@ class LineView:
         if tokens := _tokens(status):
             fields.append(f"tokens={tokens}")
         if status.note:
-            fields.append(f"note={status.note!r}")
+            fields.append(f"note={' '.join(status.note.split())[:100]!r}")
         print("crew " + " ".join(fields), file=self._out, flush=True)
 
     def message(self, text: str) -> None:

@@ -112,7 +112,7 @@ class CrewBackend:
         finally:
             interval.end = anyio.current_time()
 
-    async def _answer(
+    async def _answer(  # noqa: PLR0912 - one branch per scripted command reads best
         self, turn: Turn, command: str, arg: str, earlier: list[str]
     ) -> AsyncIterator[BackendEvent]:
         if turn.task_id in self.asked:
@@ -172,3 +172,27 @@ class CrewBackend:
 
     def resume_command(self, session_id: str) -> str | None:
         return None
+
+
+class RoleBackend(CrewBackend):
+    """A stand-in for a real coding agent (the demo's `--scripted` mode): it answers by its
+    role, whatever the prompt says. Options: `name` (reported as the backend), `role`
+    (`writer`, `reviewer`, anything else) and, for a reviewer, `verdicts` (one per review of
+    its session, the last one repeating)."""
+
+    async def _answer(
+        self, turn: Turn, command: str, arg: str, earlier: list[str]
+    ) -> AsyncIterator[BackendEvent]:
+        role = str(self.options.get("role", "writer"))
+        n = len(earlier)
+        yield Usage(input_tokens=len(turn.text.split()), output_tokens=20 + n)
+        if role == "reviewer":
+            verdicts = list(self.options.get("verdicts", ["approve"]))
+            verdict = verdicts[min(n - 1, len(verdicts) - 1)]
+            notes = "fine as it is" if verdict == "approve" else "handle empty titles"
+            yield Text(json.dumps({"verdict": verdict, "notes": notes}))
+        elif role == "writer":
+            code = "def slugify(title: str) -> str:\n    return '-'.join(title.lower().split())"
+            yield Text(f"# version {n}\n{code}")
+        else:
+            yield Text(f"{role} ({self.name}): done, turn {n}")

@@ -68,9 +68,9 @@ class V03OnlyProxy:
         return app
 
     async def card(self, request: web.Request) -> web.Response:
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"{self.upstream}/.well-known/agent-card.json") as response:
-                doc = await response.json()
+        card_url = f"{self.upstream}/.well-known/agent-card.json"
+        async with aiohttp.ClientSession() as http, http.get(card_url) as response:
+            doc = await response.json()
         base = f"{request.scheme}://{request.host}"
         legacy = {
             key: doc[key]
@@ -101,19 +101,20 @@ class V03OnlyProxy:
             error = {"code": -32601, "message": "Method not found"}
             return web.json_response({"jsonrpc": "2.0", "id": None, "error": error})
         headers = {"Content-Type": "application/json"}
-        async with aiohttp.ClientSession() as http:
-            async with http.post(
-                f"{self.upstream}/a2a/jsonrpc", data=body, headers=headers
-            ) as upstream:
-                response = web.StreamResponse(
-                    status=upstream.status,
-                    headers={"Content-Type": upstream.headers.get("Content-Type", "")},
-                )
-                await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-                await response.write_eof()
-                return response
+        target = f"{self.upstream}/a2a/jsonrpc"
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(target, data=body, headers=headers) as upstream,
+        ):
+            response = web.StreamResponse(
+                status=upstream.status,
+                headers={"Content-Type": upstream.headers.get("Content-Type", "")},
+            )
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+            await response.write_eof()
+            return response
 
 
 @pytest.fixture

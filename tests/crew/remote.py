@@ -9,9 +9,8 @@ import httpx
 
 async def rpc(url: str, method: str, params: dict[str, Any]) -> Any:
     async with httpx.AsyncClient(timeout=10, headers={"A2A-Version": "1.0"}) as http:
-        response = await http.post(
-            f"{url}/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        )
+        envelope = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        response = await http.post(f"{url}/a2a/jsonrpc", json=envelope)
     body = response.json()
     if "error" in body:
         raise AssertionError(f"{method}: {body['error']}")

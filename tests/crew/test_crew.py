@@ -274,7 +274,7 @@ async def test_a_data_part_is_the_steps_json(start_agent: StartAgent, crew: RunC
 # ----- loops -----------------------------------------------------------------------------------
 
 
-def review_loop(writer: str, reviewer: str, verdicts: str, rounds: int = 3) -> list[dict[str, object]]:
+def review_loop(verdicts: str, rounds: int = 3) -> list[dict[str, object]]:
     return [
         {"id": "write", "agent": "writer", "prompt": "say: draft 1 of {{input}}"},
         {
@@ -305,7 +305,7 @@ async def test_a_revise_loop_runs_until_the_reviewer_approves(
     writer_url = await start_agent(writer)
     plan = plan_of(
         {"writer": writer_url, "reviewer": await start_agent(reviewer)},
-        review_loop("writer", "reviewer", "changes,approve"),
+        review_loop("changes,approve"),
     )
     result = await crew(plan)
     assert result.outcome.state == "done"
@@ -336,7 +336,7 @@ async def test_a_loop_that_never_converges_stops_at_max_rounds(
     writer, reviewer = CrewBackend(), CrewBackend()
     plan = plan_of(
         {"writer": await start_agent(writer), "reviewer": await start_agent(reviewer)},
-        review_loop("writer", "reviewer", "changes", rounds=2),
+        review_loop("changes", rounds=2),
     )
     result = await crew(plan)
     assert result.outcome.state == "partial"
@@ -359,7 +359,7 @@ async def test_a_v03_only_agent_works_in_the_same_crew(
     legacy = await start_v03_only(await start_agent(reviewer))
     plan = plan_of(
         {"writer": await start_agent(writer), "reviewer": legacy.url},
-        review_loop("writer", "reviewer", "changes,approve"),
+        review_loop("changes,approve"),
     )
     result = await crew(plan)
     assert result.outcome.state == "done"
@@ -437,9 +437,7 @@ async def test_a_message_whose_task_id_was_lost_is_found_not_resent(
 
     job = open_job(ledger, plan, "job-1", "the input")
     run = ledger.new_run("job-1", "one", round_=1, agent="a", context_id=job.context_id)
-    sent = await remote.send(
-        url, "say: once", message_id=run.message_id, context_id=job.context_id
-    )
+    sent = await remote.send(url, "say: once", message_id=run.message_id, context_id=job.context_id)
     result = await crew(plan, None)
     assert result.outcome.state == "done"
     [found] = ledger.runs("job-1", "one")
@@ -489,6 +487,6 @@ async def test_an_unreachable_agent_stops_the_job_before_anything_is_sent(
             {"id": "two", "agent": "gone", "prompt": "say: 2"},
         ],
     )
-    with pytest.raises(JobError, match="'gone'.*unreachable"):
+    with pytest.raises(JobError, match=r"'gone'.*unreachable"):
         await crew(plan)
     assert agent.turns == []
