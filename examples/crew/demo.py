@@ -151,20 +151,23 @@ async def daemons(agents: list[DemoAgent], env: dict[str, str], logs: Path) -> A
     """Start every agent's daemon (its URL into `env[agent.url_env]`); stop them all after.
     Starting and stopping block, so they run in a thread: the mock models in this event loop
     must keep answering meanwhile."""
-    started: list[DaemonProcess] = []
+    started = [DaemonProcess(agent, env, logs / f"{agent.name}.log") for agent in agents]
+
+    async def start(daemon: DaemonProcess) -> None:
+        with anyio.fail_after(START_TIMEOUT):
+            url = await anyio.to_thread.run_sync(daemon.start, abandon_on_cancel=True)
+        env[daemon.agent.url_env] = url
+        pid = daemon.proc.pid if daemon.proc else "?"
+        print(
+            f"demo: {daemon.agent.name}: {daemon.agent.intended_backend()} daemon, pid {pid}, "
+            f"{url}",
+            file=sys.stderr,
+        )
+
     try:
-        for agent in agents:
-            daemon = DaemonProcess(agent, env, logs / f"{agent.name}.log")
-            started.append(daemon)
-            with anyio.fail_after(START_TIMEOUT):
-                env[agent.url_env] = await anyio.to_thread.run_sync(
-                    daemon.start, abandon_on_cancel=True
-                )
-            pid = daemon.proc.pid if daemon.proc else "?"
-            print(
-                f"demo: {agent.name}: {agent.intended_backend()} daemon, pid {pid}, {daemon.url}",
-                file=sys.stderr,
-            )
+        async with anyio.create_task_group() as tg:
+            for daemon in started:
+                tg.start_soon(start, daemon)
         yield
     finally:
         with anyio.CancelScope(shield=True):

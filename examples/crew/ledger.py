@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS runs (
     output_data TEXT,
     usage       TEXT NOT NULL DEFAULT '{}',
     backend     TEXT,
+    via         TEXT,
     answers     INTEGER NOT NULL DEFAULT 0,
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
@@ -122,6 +123,7 @@ class RunRow:
     output_data: Any = None
     usage: dict[str, Any] = field(default_factory=dict)
     backend: str | None = None
+    via: str | None = None
     answers: int = 0
     started_at: str = ""
     ended_at: str | None = None

@@ -129,7 +129,7 @@ def build_report(
             continue
         final = done[-1]
         agent = agents.get(spec.agent)
-        how = f", v{agent.protocol} {agent.binding}" if agent is not None else ""
+        how = f" · {final.via}" if final.via else ""
         out += [
             "",
             f"### {spec.id}: {spec.agent} ({step_backend([final], agent)}), round {final.round}",

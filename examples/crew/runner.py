@@ -322,6 +322,9 @@ class Crew:
             task_id=run.task_id,
             note="",
         )
+        via = f"v{link.protocol} {link.binding}, {'stream' if link.streaming else 'poll'}"
+        if run.via != via:
+            run = self.ledger.update_run(run, via=via)
         budget = min(spec.deadline / 1000 if spec.deadline is not None else math.inf, self._left())
         used = 0.0
         send: tuple[str, str] | None = None if run.task_id else (prompt, run.message_id)

@@ -59,6 +59,7 @@ class V03OnlyProxy:
         self.methods: list[str] = []
         self.versions: list[str | None] = []
         self.refused: list[str] = []
+        self.authorizations: list[str | None] = []
         self.url = ""
 
     def app(self) -> web.Application:
@@ -68,6 +69,7 @@ class V03OnlyProxy:
         return app
 
     async def card(self, request: web.Request) -> web.Response:
+        self.authorizations.append(request.headers.get("Authorization"))
         card_url = f"{self.upstream}/.well-known/agent-card.json"
         async with aiohttp.ClientSession() as http, http.get(card_url) as response:
             doc = await response.json()
@@ -94,6 +96,7 @@ class V03OnlyProxy:
         body = await request.read()
         method = str(json.loads(body).get("method"))
         version = request.headers.get("A2A-Version")
+        self.authorizations.append(request.headers.get("Authorization"))
         self.methods.append(method)
         self.versions.append(version)
         if method not in V03_METHODS or (version or "0.3").startswith("1"):

@@ -148,6 +148,13 @@ async def test_a_question_without_a_terminal_exits_3_with_the_question(
     await again.aclose()
     assert "answered: Postgres" in report
 
+    rebuilt = await crew_process("report", str(plan), "--job", "Q", "--ledger", book)
+    text = await Lines(rebuilt.stdout).rest()
+    assert await rebuilt.wait() == 0
+    # The report is rebuilt from the ledger alone (the agents were not contacted this time).
+    assert text.split("## Agents")[0] == report.split("## Agents")[0]
+    await rebuilt.aclose()
+
 
 async def test_check_reads_every_card_and_a_bad_plan_exits_2(
     start_agent: StartAgent, tmp_path: Path

@@ -7,9 +7,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from examples.crew.client import AgentError, AgentLink
 from examples.crew.events import PresetAnswers, Question
 from examples.crew.job import JobError
 from examples.crew.ledger import Ledger
+from examples.crew.plan import AgentSpec
 from tests.crew import remote
 from tests.crew.agents import CrewBackend, Rendezvous
 from tests.crew.conftest import RunCrew, StartAgent, V03OnlyProxy, plan_of
@@ -389,6 +391,23 @@ async def test_a_v03_only_agent_is_canceled_past_its_deadline(
     assert legacy.refused == []
     [run] = ledger.runs("job-1", "stuck")
     assert agent.interrupted == [run.task_id]
+
+
+async def test_a_token_from_the_environment_goes_to_the_agent_as_a_bearer(
+    start_agent: StartAgent, start_v03_only: StartV03
+) -> None:
+    front = await start_v03_only(await start_agent(CrewBackend()))
+    spec = AgentSpec(card=front.url, token_env="AGENT_TOKEN")
+    with pytest.raises(AgentError, match="AGENT_TOKEN is unset"):
+        await AgentLink.connect("a", spec, {})
+    link = await AgentLink.connect("a", spec, {"AGENT_TOKEN": "s3cret"})
+    try:
+        updates = [u async for u in link.send("say: hi", message_id="m-1", context_id="c-1")]
+    finally:
+        await link.aclose()
+    assert updates[-1].state == "completed"
+    assert front.authorizations == ["Bearer s3cret"] * len(front.authorizations)
+    assert len(front.authorizations) >= 2  # the card, then the call
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
