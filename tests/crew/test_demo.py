@@ -69,8 +69,9 @@ PENDING_KEYS = {
 
 
 def _known_keys(backend: str) -> set[str]:
-    block = type(load(None, overrides={"backend": backend}, environ={}).backend_block())
-    return {f.alias or name for name, f in block.model_fields.items()}
+    block = load(None, overrides={"backend": backend}, environ={}).backend_block()
+    assert block is not None
+    return {f.alias or name for name, f in type(block).model_fields.items()}
 
 
 def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models(
