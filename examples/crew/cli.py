@@ -83,11 +83,18 @@ async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
     )
     asker = PresetAnswers(_answers(args.answer), asker)
     view.message(f"job {job_id} (plan {plan.name}); ledger {ledger.path}")
-    result: list[JobResult] = []
+    result: list[JobResult | JobError] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(view.tick)
-        result.append(await run_job(plan, ledger, job_id, job_input, asker=asker, observer=view))
+        try:
+            result.append(
+                await run_job(plan, ledger, job_id, job_input, asker=asker, observer=view)
+            )
+        except JobError as exc:  # raised out of the task group it would come wrapped
+            result.append(exc)
         tg.cancel_scope.cancel()
+    if isinstance(result[0], JobError):
+        raise result[0]
     outcome = result[0]
     if args.report:
         args.report.write_text(outcome.report)

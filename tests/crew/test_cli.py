@@ -180,3 +180,19 @@ async def test_check_reads_every_card_and_a_bad_plan_exits_2(
     assert await check.wait() == 0
     await check.aclose()
     assert "speaks 1.0, 0.3; would use v1.0 JSONRPC (stream)" in out
+
+
+async def test_an_unreachable_agent_exits_2_before_anything_runs(tmp_path: Path) -> None:
+    plan = write_plan(
+        tmp_path / "plan.json",
+        {"gone": "http://127.0.0.1:9"},
+        [{"id": "one", "agent": "gone", "prompt": "say: hi"}],
+    )
+    book = str(tmp_path / "crew.sqlite3")
+    process = await crew_process("run", str(plan), "--input", "x", "--ledger", book)
+    error = await Lines(process.stderr).rest()
+    assert await process.wait() == 2
+    await process.aclose()
+    assert "agent 'gone'" in error
+    assert "card unreachable" in error
+    assert "Traceback" not in error
