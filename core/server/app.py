@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -14,13 +15,19 @@ from aiohttp import web
 from core import registry
 from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
+from core.server.auth import Authenticator
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
+from core.tasks.hooks import Hooks, load_hook
+from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
+from core.tasks.push_sqlite import SqlitePushStore
+from core.tasks.push_store import InMemoryPushStore, PushStore
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskStore
@@ -29,6 +36,7 @@ log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
 def build_store(settings: Settings) -> TaskStore:
@@ -43,19 +51,45 @@ def build_session_store(settings: Settings) -> SessionStore:
     return SqliteSessionStore(settings.storage.resolved_path())
 
 
+def build_push(
+    settings: Settings, store: PushStore | None = None, sender: PushSender | None = None
+) -> PushDispatcher | None:
+    """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
+    push = settings.push
+    if not push.enabled:
+        return None
+    if store is None:
+        store = (
+            InMemoryPushStore()
+            if settings.storage.kind == "memory"
+            else SqlitePushStore(settings.storage.resolved_path())
+        )
+    policy = RetryPolicy(
+        max_attempts=push.max_attempts,
+        timeout=push.timeout / 1000,
+        backoff=push.backoff / 1000,
+        max_backoff=push.max_backoff / 1000,
+    )
+    return PushDispatcher(store, sender or HttpPushSender(push), policy)
+
+
 def create_app(
     settings: Settings,
     *,
     backend: Backend | None = None,
     store: TaskStore | None = None,
     session_store: SessionStore | None = None,
+    push_store: PushStore | None = None,
+    push_sender: PushSender | None = None,
     clock: Clock = system_clock,
 ) -> web.Application:
     """Build the daemon's app. `backend` and the stores default to what the settings name;
-    `clock` (tests) is what session expiry reads."""
+    `push_sender` (tests) replaces the HTTP sender; `clock` (tests) is what session expiry
+    reads."""
+    auth = Authenticator(settings, PUBLIC_PATHS)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
@@ -75,6 +109,11 @@ def create_app(
         sessions=sessions,
         session_cleanup_interval=session.cleanup_interval / 1000,
         max_queued_turns=session.max_queued_turns,
+        max_concurrent_turns=settings.server.max_concurrent_turns,
+        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
+        max_waiting_turns=settings.server.max_queued_turns,
+        max_parts=settings.server.max_parts,
+        max_file_bytes=settings.server.max_file_bytes,
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         turn_timeout=timeouts.turn / 1000 or None,
         idle_timeout=timeouts.idle / 1000 or None,
@@ -84,6 +123,11 @@ def create_app(
         progress=settings.output.progress,
         reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
+        hooks=build_hooks(settings),
+        approvals=settings.approvals.mode,
+        approval_timeout=settings.approvals.timeout / 1000,
+        approval_on_timeout=settings.approvals.on_timeout,
+        push=build_push(settings, push_store, push_sender),
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)
@@ -97,8 +141,21 @@ def create_app(
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)
-    app.router.add_get("/healthz", _health)
+    app.router.add_get("/health", _alive)
+    app.router.add_get("/ready", _ready)
+    app.router.add_get("/healthz", _ready)
     return app
+
+
+def build_hooks(settings: Settings) -> Hooks:
+    """Import the configured policy hooks (a wrong reference fails at start, not mid-turn)."""
+    config = settings.hooks
+    return Hooks(
+        before_turn=load_hook(config.before_turn) if config.before_turn else None,
+        after_event=load_hook(config.after_event) if config.after_event else None,
+        after_turn=load_hook(config.after_turn) if config.after_turn else None,
+        timeout=config.timeout / 1000,
+    )
 
 
 def backend_config(settings: Settings) -> object:
@@ -107,11 +164,17 @@ def backend_config(settings: Settings) -> object:
     return block if block is not None else settings.backend_options()
 
 
-async def _health(request: web.Request) -> web.Response:
-    """200 while the backend says it is healthy, 503 otherwise (for load balancers)."""
+async def _alive(request: web.Request) -> web.Response:
+    """The process is up and serving HTTP (liveness)."""
+    return web.json_response({"status": "ok"})
+
+
+async def _ready(request: web.Request) -> web.Response:
+    """200 when the store takes a write and the backend says it is healthy, 503 otherwise
+    (readiness, for load balancers). `/healthz` is the same check."""
     service = request.app[SERVICE]
     health = await service.health()
-    body = {"status": "ok" if health.ok else "unhealthy", "backend": service.backend_name}
+    body = {"status": "ok" if health.ok else "unavailable", "backend": service.backend_name}
     if health.detail:
         body["detail"] = health.detail
     return web.json_response(body, status=200 if health.ok else 503)
@@ -119,9 +182,27 @@ async def _health(request: web.Request) -> web.Response:
 
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
-    """Every log line of a request (and of the turns it starts) carries its request_id."""
+    """Every log line of a request (and of the turns it starts) carries its request_id; one
+    line per request says how it ended (never its body: no prompts, no tokens)."""
+    started = time.perf_counter()
+    status = 500
     with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
-        return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        else:
+            status = response.status
+            return response
+        finally:
+            log.info(
+                "http.request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 1),
+            )
 
 
 async def _drain(app: web.Application) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 from aiohttp import web
 
 from core.server.body import read_json_body
-from core.server.calls import ANONYMOUS, Call
+from core.server.calls import Call, call_for
 from core.server.errors import as_daemon_error
-from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.keys import CARD, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
 from core.wire.errors import (
@@ -72,19 +72,27 @@ def query_int(request: web.Request, name: str) -> int | None:
         ) from exc
 
 
-async def push_not_supported(request: web.Request, call: Call) -> RestResult:
-    raise PushNotificationNotSupportedError
-
-
-def push_config_routes(task: str) -> list[tuple[str, str, RestHandler]]:
-    """The push-config routes of a task path; push is not offered yet in either dialect."""
+def push_config_routes(
+    task: str, create: RestHandler, list_: RestHandler, get: RestHandler, delete: RestHandler
+) -> list[tuple[str, str, RestHandler]]:
+    """The push-config routes of a task path. While push is off every one of them answers
+    PushNotificationNotSupported, before looking at the request."""
     configs = f"/tasks/{task}/pushNotificationConfigs"
     return [
-        ("POST", configs, push_not_supported),
-        ("GET", configs, push_not_supported),
-        ("GET", configs + "/{config_id}", push_not_supported),
-        ("DELETE", configs + "/{config_id}", push_not_supported),
+        ("POST", configs, _push_gate(create)),
+        ("GET", configs, _push_gate(list_)),
+        ("GET", configs + "/{config_id}", _push_gate(get)),
+        ("DELETE", configs + "/{config_id}", _push_gate(delete)),
     ]
+
+
+def _push_gate(handler: RestHandler) -> RestHandler:
+    async def gated(request: web.Request, call: Call) -> RestResult:
+        if not call.service.push_enabled:
+            raise PushNotificationNotSupportedError
+        return await handler(request, call)
+
+    return gated
 
 
 def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:
@@ -96,7 +104,7 @@ def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> En
         try:
             require(request_version(request), version)
             check_extensions(request, request.app[CARD].required_extensions)
-            result = await handler(request, Call(request.app[SERVICE], ANONYMOUS, {}))
+            result = await handler(request, call_for(request, {}))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
             return error_response(as_daemon_error(exc, debug=debug), legacy=legacy)
         if isinstance(result, dict | list):

@@ -9,12 +9,14 @@ group, not in the request).
 
 from __future__ import annotations
 
+import builtins
 import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
+from typing import Literal
 
 import anyio
 import structlog
@@ -23,16 +25,28 @@ from anyio.abc import TaskGroup
 from core.backend import Backend, Health, Turn
 from core.sessions.manager import Lease, SessionManager
 from core.sessions.store import InMemorySessionStore
+from core.tasks.approvals import answer_of
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
+from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
+from core.tasks.limits import TurnSlots, check_message
+from core.tasks.push import PushDispatcher, PushTargetRefusedError
+from core.tasks.push_store import PushVersion, StoredConfig
 from core.tasks.run import TaskRun, agent_message
-from core.tasks.runner import WRAPPER_METADATA_KEY, IdleTimeoutError, OutputMode, TurnRunner
+from core.tasks.runner import (
+    WRAPPER_METADATA_KEY,
+    ApprovalTimeoutError,
+    IdleTimeoutError,
+    OutputMode,
+    TurnRunner,
+)
 from core.tasks.store import TaskQuery, TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import (
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -48,13 +62,23 @@ from core.wire.models import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskStatus,
 )
 
 log = structlog.get_logger(__name__)
 
 RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; send it again."
-SHUTDOWN_REASON = "The a2a-wrapper daemon shut down while this task was running."
+SHUTDOWN_REASON = (
+    "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
+    "finish within server.shutdownTimeout; send it again."
+)
+
+
+APPROVAL_TIMEOUT_REASON = (
+    "Nobody answered the agent's approval request within approvals.timeout; the turn was "
+    "stopped (approvals.onTimeout is fail)."
+)
 
 
 def _turn_timeout_reason(seconds: float) -> str:
@@ -131,6 +155,11 @@ class TaskService:
         sessions: SessionManager | None = None,
         session_cleanup_interval: float = 0.0,
         max_queued_turns: int = 16,
+        max_concurrent_turns: int = 8,
+        max_concurrent_turns_per_principal: int = 0,
+        max_waiting_turns: int = 256,
+        max_parts: int = 64,
+        max_file_bytes: int = 8 * 1024 * 1024,
         cancel_timeout: float = 10.0,
         shutdown_timeout: float = 10.0,
         turn_timeout: float | None = None,
@@ -141,8 +170,16 @@ class TaskService:
         progress: bool = True,
         reasoning: bool = False,
         debug_errors: bool = False,
+        hooks: Hooks = NO_HOOKS,
+        approvals: Literal["policy", "ask"] = "policy",
+        approval_timeout: float | None = None,
+        approval_on_timeout: Literal["deny", "fail"] = "deny",
+        push: PushDispatcher | None = None,
     ) -> None:
         self._store = store
+        self._approvals = approvals
+        self._push = push
+        self._hooks = hooks
         self._backend = backend
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
@@ -155,10 +192,19 @@ class TaskService:
             reasoning=reasoning,
             output_mode=output_mode,
             idle_timeout=idle_timeout,
+            approval_timeout=approval_timeout,
+            approval_on_timeout=approval_on_timeout,
         )
         self._turn_timeout = turn_timeout
         self._idle_timeout = idle_timeout
         self._lanes = TurnLanes(max_queued_turns)
+        self._slots = TurnSlots(
+            max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
+        )
+        self._draining = False
+        self._drain_started: anyio.Event
+        self._max_parts = max_parts
+        self._max_file_bytes = max_file_bytes
         self._live: dict[str, TaskRun] = {}
         self._tg: TaskGroup | None = None
         self._cancel_timeout = cancel_timeout
@@ -173,9 +219,12 @@ class TaskService:
     async def running(self) -> AsyncIterator[TaskService]:
         """Open the stores, reconcile, start the backend; on exit stop every turn, then close
         in reverse order."""
+        self._drain_started = anyio.Event()
         await self._store.open()
         try:
             await self._sessions.store.open()
+            if self._push is not None:
+                await self._push.open()
             try:
                 failed = await self._store.fail_unfinished(RESTART_REASON)
                 if failed:
@@ -184,17 +233,25 @@ class TaskService:
                 try:
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
+                        if self._push is not None:
+                            await tg.start(self._push.serve)
                         await self._start_sweeps(tg)
                         try:
                             yield self
                         finally:
                             await self.drain()
+                            if self._push is not None:
+                                # The last events (the shutdown's own) reach the outbox.
+                                with anyio.move_on_after(self._cancel_timeout):
+                                    await self._push.flush()
                             tg.cancel_scope.cancel()
                 finally:
                     self._tg = None
                     self._sweeping_sessions = False
                     await self._backend.aclose()
             finally:
+                if self._push is not None:
+                    await self._push.close()
                 await self._sessions.store.close()
         finally:
             await self._store.close()
@@ -207,6 +264,19 @@ class TaskService:
         if self._sessions.expires and self._session_cleanup_interval > 0:
             self._sweeping_sessions = True
             tg.start_soon(self._sweep_sessions_forever)
+
+    @property
+    def draining(self) -> bool:
+        """True once shutdown began: new messages are refused, running turns may finish."""
+        return self._draining
+
+    async def wait_draining(self) -> None:
+        """Return once shutdown has begun."""
+        await self._drain_started.wait()
+
+    @property
+    def push_enabled(self) -> bool:
+        return self._push is not None
 
     @property
     def sessions(self) -> SessionManager:
@@ -236,17 +306,26 @@ class TaskService:
             run.broker.close()
 
     async def _stop_turns(self) -> None:
+        """Queued turns fail now; running ones get up to `shutdown_timeout` to finish, then
+        are stopped (the agent interrupted) and fail with the shutdown reason."""
+        self._draining = True
+        self._drain_started.set()
         runs = [r for r in self._live.values() if r.running]
         for run in runs:
-            run.stop_reason = SHUTDOWN_REASON
-            if run.scope is not None:
-                run.scope.cancel()
-            elif not run.task.status.state.terminal:
-                # Still queued in its lane: it will see the terminal state and never start.
+            if run.scope is None and not run.task.status.state.terminal:
                 await run.set_status(
                     TaskState.FAILED, agent_message(run.task, [Part(text=SHUTDOWN_REASON)])
                 )
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
         with anyio.move_on_after(self._shutdown_timeout):
+            for run in runs:
+                await run.finished.wait()
+        for run in runs:
+            if run.running and run.scope is not None:
+                run.stop_reason = SHUTDOWN_REASON
+                run.scope.cancel()
+        with anyio.move_on_after(self._cancel_timeout):
             for run in runs:
                 await run.finished.wait()
 
@@ -270,6 +349,12 @@ class TaskService:
                 log.exception("tasks.sweep_failed")
 
     async def health(self) -> Health:
+        """Ready to work: the task store takes a write and the backend is healthy."""
+        try:
+            await self._store.probe()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
+            log.warning("store.not_writable", error=type(exc).__name__)
+            return Health(ok=False, detail=f"task store is not writable: {type(exc).__name__}")
         return await self._backend.health()
 
     @property
@@ -318,10 +403,25 @@ class TaskService:
 
     # ----- sends -----------------------------------------------------------------------------
 
-    async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
-        """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
+    async def send(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> Task | Message:
+        """SendMessage: blocking by default, `returnImmediately` returns the task at once.
+        `version` is the caller's protocol version, kept with an inline push config."""
         config = request.configuration
-        run, lane = await self._accept(principal, request.message)
+        history_length = config.history_length if config else None
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True)
+            answer()
+            if config is None or not config.return_immediately:
+                async for _ in stream:
+                    pass
+            else:
+                stream.close()
+            return apply_history_length(paused.snapshot(), history_length)
+        run, lane = await self._accept(principal, request, version)
         if config is not None and config.return_immediately:
             run.announce()
             snapshot = run.snapshot()
@@ -333,12 +433,19 @@ class TaskService:
             pass
         if run.reply is not None:
             return run.reply
-        history_length = config.history_length if config else None
         return apply_history_length(run.snapshot(), history_length)
 
-    async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
+    async def stream(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
-        run, lane = await self._accept(principal, request.message)
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True, snapshot=True)
+            answer()
+            return stream
+        run, lane = await self._accept(principal, request, version)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
         self._start(run, lane, request)
         return stream
@@ -351,9 +458,42 @@ class TaskService:
             )
         run = self._live.get(task_id)
         if run is None:
-            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            run = self._new_run(principal, task, announced=True)
             self._live[task_id] = run
         return self._watch(run, at_interrupt=False, snapshot=True)
+
+    async def _approval_answer(
+        self, principal: str, message: Message
+    ) -> tuple[TaskRun, Callable[[], None]] | None:
+        """When `message` answers the approval a paused turn waits on: resume the task (it is
+        WORKING again, the answer in its history) and return it with the call that hands the
+        answer to the agent (made once the caller watches, so no event is missed)."""
+        run = self._live.get(message.task_id) if message.task_id else None
+        if run is None or run.principal != principal:
+            return None
+        pending = run.pending_approval
+        if pending is None:
+            return None
+        if message.context_id and message.context_id != run.task.context_id:
+            raise InvalidParamsError(
+                f"Context {message.context_id} does not match context {run.task.context_id} "
+                f"of task {run.task.id}",
+                violations=[("message.contextId", "does not match the task's context")],
+            )
+        answer = answer_of(message)
+        await run.resume_after_input(message.model_copy(update={"context_id": run.task.context_id}))
+        return run, lambda: pending.reply.answer(answer)
+
+    def _new_run(self, principal: str, task: Task, *, announced: bool = False) -> TaskRun:
+        """A run of a new task, or (`announced`) of a stored one."""
+        return TaskRun(
+            principal,
+            task,
+            self._store,
+            announced=announced,
+            first_turn=not announced,
+            notify=self._push.notify if self._push is not None else None,
+        )
 
     def _watch(self, run: TaskRun, *, at_interrupt: bool, snapshot: bool = False) -> EventStream:
         first = StreamResponse(task=run.snapshot()) if snapshot else None
@@ -372,13 +512,30 @@ class TaskService:
         ):
             del self._live[run.task.id]
 
-    async def _accept(self, principal: str, message: Message) -> tuple[TaskRun, Lane]:
-        """Validate, take a place in the context's lane, then persist the SUBMITTED task.
+    async def _accept(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> tuple[TaskRun, Lane]:
+        """Validate, take a place in the context's lane, then persist the SUBMITTED task (and
+        the inline push config, before any event of the task exists).
 
         Everything between the checks and marking the run as running is synchronous, so two
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
         before anything is stored.
         """
+        if self._draining:
+            raise UnsupportedOperationError("The daemon is shutting down; send this again later")
+        message = request.message
+        check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
+        inline = (
+            request.configuration.task_push_notification_config
+            if request.configuration is not None
+            else None
+        )
+        if inline is not None:
+            field = "configuration." + (
+                "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
+            )
+            await self._vet_push_config(inline, field)
         if message.task_id:
             task = await self._load(principal, message.task_id)
             run = self._continuable(principal, task, message)
@@ -393,8 +550,13 @@ class TaskService:
                 context_id=context_id,
                 status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
             )
-            run = TaskRun(principal, task, self._store)
+            run = self._new_run(principal, task)
         lane = self._lanes.reserve(principal, run.task.context_id)
+        try:
+            self._slots.admit()
+        except BaseException:
+            self._lanes.leave(principal, run.task.context_id, lane)
+            raise
         run.running = True
         run.finished = anyio.Event()
         self._live[run.task.id] = run
@@ -403,8 +565,13 @@ class TaskService:
         run.task.status = TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow())
         try:
             await self._store.save(principal, run.task)
+            if inline is not None and self._push is not None:
+                task_id = run.task.id
+                config = inline.model_copy(update={"task_id": task_id, "id": inline.id or task_id})
+                await self._push.put(StoredConfig(principal, version, config))
         except BaseException:
             self._lanes.leave(principal, run.task.context_id, lane)
+            self._slots.withdraw()
             run.running = False
             self._release(run)
             raise
@@ -425,7 +592,7 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task.id} is still running; wait until it needs input"
             )
-        return run or TaskRun(principal, task, self._store, announced=True, first_turn=False)
+        return run or self._new_run(principal, task, announced=True)
 
     def _start(self, run: TaskRun, lane: Lane, request: SendMessageRequest) -> None:
         if self._tg is None:
@@ -442,19 +609,30 @@ class TaskService:
             session_id=None,
             parts=tuple(part_to_content(p) for p in message.parts),
             metadata=dict(request.metadata or {}),
+            approvals=self._approvals,
         )
         self._tg.start_soon(self._drive, run, turn, lane)
 
     async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
         """One turn, in the service's task group. Whatever goes wrong (the backend, even the
         store) ends this turn only, never the service."""
+        waiting = True
         try:
-            async with self._lanes.turn(run.principal, run.task.context_id, lane):
-                if not run.task.status.state.terminal:
-                    await self._run_turn(run, turn)
+            with anyio.CancelScope() as queued:
+                run.queued_scope = queued
+                async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                    if not run.task.status.state.terminal:
+                        async with self._slots.turn(run.principal):
+                            waiting = False
+                            run.queued_scope = None
+                            if not run.task.status.state.terminal:
+                                await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            run.queued_scope = None
+            if waiting:
+                self._slots.withdraw()
             run.running = False
             run.finished.set()
             if run.task.status.state.terminal or run.reply is not None:
@@ -471,6 +649,14 @@ class TaskService:
         started: Turn | None = None
         with anyio.CancelScope() as scope:
             run.scope = scope
+            run.hooks, run.turn, run.cause = self._hooks, turn, None
+            refusal = await self._hooks.refusal(turn)
+            if refusal is not None:
+                log.info("turn.refused", task_id=run.task.id)
+                await run.set_status(
+                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
+                )
+                return
             lease = await self._sessions.begin(
                 run.principal, run.task.context_id, task_session=self._task_session(run)
             )
@@ -480,6 +666,7 @@ class TaskService:
                     utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
                 )
                 started = replace(turn, session_id=lease.session_id, deadline=deadline)
+                run.turn = started
                 timed_out = await self._run_bounded(run, started, lease)
             finally:
                 with anyio.CancelScope(shield=True):
@@ -519,6 +706,8 @@ class TaskService:
                 await self._runner.run(run, turn, on_session)
         except IdleTimeoutError:
             return _idle_timeout_reason(self._idle_timeout or 0)
+        except ApprovalTimeoutError:
+            return APPROVAL_TIMEOUT_REASON
         except Exception as exc:
             error_id = uuid.uuid4().hex[:12]
             log.exception(
@@ -556,11 +745,87 @@ class TaskService:
                 with anyio.move_on_after(self._cancel_timeout):
                     await run.finished.wait()
             else:
-                # Still queued behind another turn: it sees the terminal state and never starts.
+                # Still queued: it never starts, and its place goes to the next one at once.
                 await run.set_status(TaskState.CANCELED)
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
             return run.snapshot()
         if run is None:
-            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            run = self._new_run(principal, task, announced=True)
         await run.set_status(TaskState.CANCELED)
         self._live.pop(request.id, None)
         return run.snapshot()
+
+    # ----- push notification configs -----------------------------------------------------------
+
+    def _require_push(self) -> PushDispatcher:
+        if self._push is None:
+            raise PushNotificationNotSupportedError
+        return self._push
+
+    async def _vet_push_config(self, config: TaskPushNotificationConfig, field: str) -> None:
+        """Refuse a config that could not be delivered safely, naming the offending field."""
+        push = self._require_push()
+        auth = config.authentication
+        for name, value in (
+            ("token", config.token),
+            ("authentication.scheme", auth.scheme if auth else None),
+            ("authentication.credentials", auth.credentials if auth else None),
+        ):
+            if value and ("\r" in value or "\n" in value):
+                path = f"{field}.{name}" if field else name
+                raise InvalidParamsError(
+                    f"{path} must not contain line breaks", violations=[(path, "line break")]
+                )
+        path = f"{field}.url" if field else "url"
+        try:
+            await push.sender.vet(config.url)
+        except PushTargetRefusedError as exc:
+            raise InvalidParamsError(f"{path}: {exc}", violations=[(path, str(exc))]) from exc
+
+    async def create_push_config(
+        self,
+        principal: str,
+        config: TaskPushNotificationConfig,
+        *,
+        version: PushVersion,
+        field: str = "",
+    ) -> TaskPushNotificationConfig:
+        """Register (or replace) a webhook for the caller's task; a missing id is the task id.
+        `field` prefixes the names of refused fields in errors."""
+        push = self._require_push()
+        if not config.task_id:
+            raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
+        await self._load(principal, config.task_id)
+        await self._vet_push_config(config, field)
+        stored = config.model_copy(update={"id": config.id or config.task_id})
+        await push.put(StoredConfig(principal, version, stored))
+        return stored
+
+    async def get_push_config(
+        self, principal: str, task_id: str, config_id: str | None
+    ) -> TaskPushNotificationConfig:
+        """One config; without an id, the one named after the task, else the first."""
+        push = self._require_push()
+        await self._load(principal, task_id)
+        if config_id:
+            found = await push.store.get_config(principal, task_id, config_id)
+        else:
+            configs = await push.store.list_configs(principal, task_id)
+            found = next((c for c in configs if c.id == task_id), configs[0] if configs else None)
+        if found is None:
+            raise TaskNotFoundError("Push notification config not found")
+        return found.config
+
+    async def list_push_configs(
+        self, principal: str, task_id: str
+    ) -> builtins.list[TaskPushNotificationConfig]:
+        push = self._require_push()
+        await self._load(principal, task_id)
+        return [c.config for c in await push.store.list_configs(principal, task_id)]
+
+    async def delete_push_config(self, principal: str, task_id: str, config_id: str) -> None:
+        """Idempotent: deleting a config that is not there succeeds."""
+        push = self._require_push()
+        await self._load(principal, task_id)
+        await push.delete(principal, task_id, config_id)
