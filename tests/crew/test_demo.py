@@ -64,7 +64,7 @@ PENDING_KEYS = {
     "claude": set(),
     "codex": {"skipGitRepoCheck", "config"},
     "opencode": {"config"},
-    "copilot": {"offline", "provider"},
+    "copilot": set(),  # landed on main
 }
 
 
@@ -72,6 +72,33 @@ def _known_keys(backend: str) -> set[str]:
     block = load(None, overrides={"backend": backend}, environ={}).backend_block()
     assert block is not None
     return {f.alias or name for name, f in type(block).model_fields.items()}
+
+
+async def test_the_demo_with_a_real_copilot_cli_on_the_mock_model(tmp_path: Path) -> None:
+    """The switch from scripted to real is configuration only: here the documenter runs the
+    real Copilot CLI (its backend is on main) on the project's chat mock, the others are
+    scripted, through the same demo driver."""
+    doc = json.loads((DEMO / "scripted.json").read_text())
+    doc["plan"] = str(DEMO.parent / "crew.json")
+    for agent in doc["agents"].values():
+        agent["config"] = str(DEMO / agent["config"])
+    doc["agents"]["documenter"]["config"] = str(DEMO / "copilot.json")
+    doc["models"] = {"openai-chat": {"urlEnv": "MOCK_OPENAI_CHAT_URL"}}
+    manifest = tmp_path / "mixed.json"
+    manifest.write_text(json.dumps(doc))
+    with anyio.fail_after(240):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "examples.crew.demo", "--manifest", str(manifest)],
+            cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    report, log = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 0, log
+    assert re.search(r"^\| document \| documenter \| copilot \| done \|", report, re.M), report
+    assert "MOCK REPLY: " in report  # the real CLI's answer came from the mock model
+    assert "demo: ok, every step was done by its intended backend" in log
 
 
 def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models(
