@@ -108,6 +108,8 @@ class AppServer:
         self._listeners: dict[str, list[MemoryObjectSendStream[Notification]]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._turn_waiters: dict[str, anyio.Event] = {}
+        self._commands: dict[str, set[str]] = {}
+        self._commands_idle: dict[str, anyio.Event] = {}
         self._write_lock = anyio.Lock()
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self._exited = anyio.Event()
@@ -211,6 +213,14 @@ class AppServer:
         waiter = self._turn_waiters.setdefault(turn_id, anyio.Event())
         await waiter.wait()
 
+    async def commands_finished(self, thread_id: str) -> None:
+        """Return once no command the thread started is still running (or the server is gone).
+        Codex reports a command's end (`item/completed`) even after its turn ended."""
+        if not self._commands.get(thread_id) or self._exited.is_set():
+            return
+        idle = self._commands_idle.setdefault(thread_id, anyio.Event())
+        await idle.wait()
+
     # ----- the reader ----------------------------------------------------------------------
 
     async def _read(self) -> None:
@@ -265,7 +275,7 @@ class AppServer:
             for send in listeners:
                 send.close()
         self._listeners.clear()
-        for waiter in self._turn_waiters.values():
+        for waiter in [*self._turn_waiters.values(), *self._commands_idle.values()]:
             waiter.set()
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
@@ -306,9 +316,27 @@ class AppServer:
                 if waiter is not None:
                     waiter.set()
         thread_id = thread_of(note.params)
+        if thread_id is not None:
+            self._track_commands(thread_id, note)
         for send in self._listeners.get(thread_id or "", []):
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 send.send_nowait(note)
+
+    def _track_commands(self, thread_id: str, note: Notification) -> None:
+        item = note.params.get("item")
+        if not isinstance(item, dict) or item.get("type") != "commandExecution":
+            return
+        item_id = str(item.get("id"))
+        running = self._commands.setdefault(thread_id, set())
+        if note.method == "item/started":
+            running.add(item_id)
+        elif note.method == "item/completed":
+            running.discard(item_id)
+        if not running:
+            del self._commands[thread_id]
+            idle = self._commands_idle.pop(thread_id, None)
+            if idle is not None:
+                idle.set()
 
     async def _answer(self, request_id: Any, method: str) -> None:
         refusal = REFUSALS.get(method)

@@ -6,8 +6,9 @@
   `thread/start`), emits `SessionBound` at once, starts the turn and maps its notifications
   (`wrappers.codex.events`). A thread stays loaded (warm) after its turn; idle ones are unloaded
   after `warmIdle`, and the least recently used beyond `maxWarm`.
-- `interrupt()` sends `turn/interrupt` and returns once Codex reports the turn ended; if it does
-  not within `INTERRUPT_GRACE`, the app-server is stopped. The thread goes on with the next turn.
+- `interrupt()` sends `turn/interrupt`, then stops the commands the turn left running, and
+  returns once Codex reports both ended; if that takes longer than `INTERRUPT_GRACE`, the
+  app-server is stopped. The thread goes on with the next turn.
 - If the app-server dies, the turns it was running fail with the reason, and the next turn
   starts a new one (resuming its thread by id).
 """
@@ -46,11 +47,13 @@ from wrappers.codex.options import (
     thread_params,
     turn_params,
 )
+from wrappers.codex.process import stop_thread_commands
 from wrappers.codex.threads import WarmThread, WarmThreads
 
 log = structlog.get_logger(__name__)
 
 INTERRUPT_GRACE = 5.0
+COMMAND_GRACE = 2.0
 REQUEST_TIMEOUT = 60.0
 
 
@@ -225,8 +228,9 @@ class CodexBackend:
                 return warm, notes
             try:
                 with anyio.fail_after(REQUEST_TIMEOUT):
+                    # excludeTurns: the history stays in Codex; we only need the thread loaded.
                     resumed = await server.request(
-                        "thread/resume", {**params, "threadId": session_id}
+                        "thread/resume", {**params, "threadId": session_id, "excludeTurns": True}
                     )
                 return self._register(server, session_id, resumed), notes
             except AppServerError as exc:
@@ -247,6 +251,10 @@ class CodexBackend:
         model = response.get("model")
         thread, evicted = self._threads.add(thread_id, model if isinstance(model, str) else None)
         if evicted and self._background is not None:
+            # Marked now, so a turn arriving for one of them waits for the unload to finish
+            # before resuming it, instead of racing it.
+            for evicted_id in evicted:
+                self._unloading.setdefault(evicted_id, _Unloading())
             self._background.start_soon(self._unload, server, evicted, name="codex-unload")
         return thread
 
@@ -261,23 +269,42 @@ class CodexBackend:
             self._pool_changed.set()
 
     async def _stop_turn(self, active: _ActiveTurn) -> None:
+        """Interrupt the turn, then stop the commands it left running (Codex keeps them as
+        the thread's background terminals). If Codex does not manage both within
+        INTERRUPT_GRACE, the app-server is stopped; the next turn starts a new one."""
         server = active.server
         if active.turn_id is None or not server.running:
             return
         with anyio.move_on_after(INTERRUPT_GRACE):
             try:
-                await server.request(
-                    "turn/interrupt", {"threadId": active.thread_id, "turnId": active.turn_id}
-                )
-            except AppServerError as exc:
-                log.info("codex.turn.interrupt_refused", turn_id=active.turn_id, error=exc.message)
+                try:
+                    await server.request(
+                        "turn/interrupt", {"threadId": active.thread_id, "turnId": active.turn_id}
+                    )
+                except AppServerError as exc:
+                    # The turn ended on its own meanwhile; its commands may still run.
+                    log.info("codex.turn.interrupt_refused", turn_id=active.turn_id, error=str(exc))
+                await server.turn_completed(active.turn_id)
+                await self._stop_commands(server, active.thread_id)
             except AppServerExitedError:
                 return
-            await server.turn_completed(active.turn_id)
-            return
-        log.warning("codex.turn.interrupt_timeout", turn_id=active.turn_id, pid=server.pid)
-        # Codex did not stop the turn in time: stop the app-server; the next turn starts anew.
+            except AppServerError as exc:
+                log.warning(
+                    "codex.turn.commands_not_stopped", turn_id=active.turn_id, error=str(exc)
+                )
+            else:
+                return
+        log.warning("codex.turn.interrupt_failed", turn_id=active.turn_id, pid=server.pid)
         await server.aclose()
+
+    async def _stop_commands(self, server: AppServer, thread_id: str) -> None:
+        """Stop every command the thread still runs and wait until they are gone: Codex
+        reports a command ended when its sandbox wrapper is reaped, and a command whose start
+        raced the interrupt is killed by Codex a little later, unannounced; so the processes
+        themselves are waited for (and killed if Codex did not)."""
+        await server.request("thread/backgroundTerminals/clean", {"threadId": thread_id})
+        await server.commands_finished(thread_id)
+        await stop_thread_commands(thread_id, grace=COMMAND_GRACE)
 
     # ----- warm threads --------------------------------------------------------------------
 
@@ -294,6 +321,7 @@ class CodexBackend:
             unloading = self._unloading.setdefault(thread_id, _Unloading())
             try:
                 with anyio.move_on_after(REQUEST_TIMEOUT):
+                    await self._stop_commands(server, thread_id)
                     await server.request("thread/unsubscribe", {"threadId": thread_id})
             except (AppServerError, AppServerExitedError) as exc:
                 log.info("codex.thread.unload_failed", thread_id=thread_id, error=str(exc))
@@ -302,16 +330,22 @@ class CodexBackend:
                 self._unloading.pop(thread_id, None)
             log.debug("codex.thread.unloaded", thread_id=thread_id)
 
+    async def evict_idle(self) -> list[str]:
+        """Unload the threads idle for `warmIdle` now; returns their ids. The background
+        evictor calls this whenever the next idle thread is due."""
+        expired = self._threads.expired()
+        server = self._server
+        if expired and server is not None and server.running:
+            await self._unload(server, expired)
+        return expired
+
     async def _evict_idle_forever(self) -> None:
         while True:
             delay = self._threads.next_expiry()
             with anyio.move_on_after(delay if delay is not None else float("inf")):
                 await self._pool_changed.wait()
             self._pool_changed = anyio.Event()
-            expired = self._threads.expired()
-            server = self._server
-            if expired and server is not None and server.running:
-                await self._unload(server, expired)
+            await self.evict_idle()
 
     # ----- status --------------------------------------------------------------------------
 

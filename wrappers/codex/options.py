@@ -89,9 +89,14 @@ def working_directory(config: CodexConfig) -> Path:
 
 
 def git_root(directory: Path) -> Path | None:
-    """The enclosing git work tree of `directory` (a `.git` folder or file), if any."""
+    """The enclosing git work tree of `directory`, if any: a `.git` folder with a HEAD, or a
+    `.git` file pointing elsewhere (worktrees, submodules). An empty `.git` folder is not a
+    repository: Codex's sandbox leaves such mount points behind (e.g. /tmp/.git)."""
     for folder in (directory, *directory.parents):
-        if (folder / ".git").exists():
+        marker = folder / ".git"
+        if (marker / "HEAD").is_file():
+            return folder
+        if marker.is_file() and marker.read_text(errors="replace").startswith("gitdir:"):
             return folder
     return None
 

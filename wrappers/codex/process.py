@@ -56,3 +56,49 @@ async def stop_process(process: Process, *, grace: float = 2.0, kill_after: floa
 def _signal_group(process: Process, signum: int) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signum)
+
+
+def thread_commands(thread_id: str, proc: Path = Path("/proc")) -> list[int]:
+    """Pids of the tool commands Codex runs for `thread_id`: Codex gives each one
+    CODEX_THREAD_ID and CODEX_TOOL_CALL_ID in its environment."""
+    wanted = f"CODEX_THREAD_ID={thread_id}".encode()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+        if wanted in environ and any(v.startswith(b"CODEX_TOOL_CALL_ID=") for v in environ):
+            found.append(int(entry.name))
+    return found
+
+
+async def wait_exited(pids: list[int]) -> None:
+    """Return once every process in `pids` has exited (pidfds: no polling). Bound it with a
+    cancel scope."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await anyio.wait_readable(fd)
+        finally:
+            os.close(fd)
+
+
+async def stop_thread_commands(thread_id: str, *, grace: float) -> None:
+    """Make sure no command of `thread_id` survives: wait `grace` seconds for them to end
+    (Codex kills them itself), then SIGKILL what is left and wait for it."""
+    pids = thread_commands(thread_id)
+    if not pids:
+        return
+    with anyio.move_on_after(grace):
+        await wait_exited(pids)
+        return
+    for pid in pids:
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    await wait_exited(pids)
