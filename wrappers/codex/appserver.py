@@ -33,8 +33,9 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from core.backend.process import spawn
 from wrappers.codex.options import Launch
-from wrappers.codex.process import open_agent_process, stop_process
+from wrappers.codex.process import stop_agent_process
 
 log = structlog.get_logger(__name__)
 
@@ -119,7 +120,7 @@ class AppServer:
     @classmethod
     async def launch(cls, tg: TaskGroup, how: Launch, *, tap: Tap | None = None) -> AppServer:
         """Start the process, its reader tasks in `tg`, and the handshake."""
-        process = await open_agent_process(how.argv, cwd=how.cwd, env=how.env)
+        process = await spawn(how.argv, cwd=how.cwd, env=how.env)
         server = cls(process, tap=tap)
         tg.start_soon(server._drain_stderr)
         tg.start_soon(server._read)
@@ -263,7 +264,7 @@ class AppServer:
         with anyio.move_on_after(5):
             code = await self._process.wait()
         if code is None:
-            code = await stop_process(self._process, grace=0)
+            code = await stop_agent_process(self._process, grace=0)
         tail = self.stderr_tail().strip().splitlines()
         detail = f"; last output: {tail[-1][:300]}" if tail else ""
         self.exit_reason = f"codex app-server exited with code {code} ({reason}){detail}"
@@ -374,7 +375,7 @@ class AppServer:
 
     async def aclose(self) -> None:
         """Stop the process and its group; returns once it is reaped."""
-        await stop_process(self._process)
+        await stop_agent_process(self._process)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self._exited.wait()
 

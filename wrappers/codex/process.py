@@ -1,61 +1,26 @@
-"""Child processes of the Codex backend: started without a shell, in a process group of their
-own, and stopped by one helper (close stdin -> terminate the group -> kill it -> reap)."""
+"""Processes of the Codex backend: the app-server (spawned and stopped with the core's routine,
+`core.backend.process`) and the tool commands Codex runs for a thread."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 
 import anyio
 from anyio.abc import Process
 
-
-async def open_agent_process(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> Process:
-    """Start `argv` with piped stdio in a new session (its own process group), so stopping it
-    also stops whatever it started."""
-    return await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env),
-        start_new_session=True,
-    )
+from core.backend.process import stop
 
 
-async def stop_process(process: Process, *, grace: float = 2.0, kill_after: float = 3.0) -> int:
-    """Stop `process` and its group, returning its exit code. Closing stdin asks it to leave;
-    after `grace` seconds the group gets SIGTERM, after `kill_after` more SIGKILL. Shielded:
-    a caller being cancelled never leaves a child behind."""
+async def stop_agent_process(process: Process, *, grace: float = 5.0) -> int:
+    """Stop the app-server with the core's routine (SIGTERM its group, wait `grace`, SIGKILL,
+    reap), then release its pipes. Returns its exit code."""
+    code = await stop(process, grace=grace)
     with anyio.CancelScope(shield=True):
-        if process.stdin is not None:
-            await process.stdin.aclose()
-        with anyio.move_on_after(grace):
-            await process.wait()
-        if process.returncode is None:
-            _signal_group(process, signal.SIGTERM)
-            with anyio.move_on_after(kill_after):
-                await process.wait()
-        if process.returncode is None:
-            _signal_group(process, signal.SIGKILL)
-            await process.wait()
-        # Whatever the leader started and left behind in its group goes too.
-        _signal_group(process, signal.SIGKILL)
-        returncode = process.returncode
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                await stream.aclose()
-    return returncode if returncode is not None else -1
-
-
-def _signal_group(process: Process, signum: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signum)
+        await process.aclose()
+    return code
 
 
 def thread_commands(thread_id: str, proc: Path = Path("/proc")) -> list[int]:
