@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,18 @@ def make_codex_client(
     mock: ResponsesMock,
     codex_root: Path,
 ) -> MakeCodexClient:
-    """The real app (`create_app`, backend built by the registry from the settings)."""
+    """The real app (`create_app`); its backend is built by the registry from the settings,
+    unless a test passes one to look into."""
 
-    async def make(*, codex: dict[str, Any] | None = None, **sections: Any) -> Client:
+    async def make(
+        *,
+        codex: dict[str, Any] | None = None,
+        backend: CodexBackend | None = None,
+        clock: Callable[[], datetime] | None = None,
+        **sections: Any,
+    ) -> Client:
         settings = codex_settings(mock, codex_root, codex=codex, **sections)
-        return await aiohttp_client(create_app(settings))
+        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        return await aiohttp_client(create_app(settings, backend=backend, **extra))
 
     return make

@@ -49,6 +49,10 @@ def codex_block(base_url: str, root: Path, **overrides: Any) -> dict[str, Any]:
             "model_provider": "mock",
             "model_providers": {"mock": provider(base_url)},
             "analytics": {"enabled": False},
+            # Only the test's own directory is writable: Codex's sandbox marks the .git of
+            # each writable root read-only, and a command killed mid-run leaves that mount
+            # point behind (an empty /tmp/.git, with /tmp writable).
+            "sandbox_workspace_write": {"exclude_slash_tmp": True, "exclude_tmpdir_env_var": True},
         },
     }
     block.update(overrides)
