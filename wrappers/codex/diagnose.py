@@ -18,8 +18,10 @@ from wrappers.codex.options import (
     codex_binary,
     codex_home,
     effective_config,
+    git_root,
     provider_key_variable,
     uses_custom_provider,
+    working_directory,
 )
 
 OPENAI_KEY_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY")
@@ -28,7 +30,7 @@ OPENAI_KEY_VARIABLES = ("OPENAI_API_KEY", "CODEX_API_KEY")
 async def diagnose(config: CodexConfig, environ: Mapping[str, str]) -> list[Diagnosis]:
     return [
         await binary_check(config, environ),
-        working_directory_check(config),
+        git_repository_check(config),
         credentials_check(config, environ),
         Diagnosis(
             "safety",
@@ -60,12 +62,22 @@ async def binary_check(config: CodexConfig, environ: Mapping[str, str]) -> Diagn
     return Diagnosis("codex binary", True, f"{version} ({binary})")
 
 
-def working_directory_check(config: CodexConfig) -> Diagnosis:
+def git_repository_check(config: CodexConfig) -> Diagnosis:
+    """Codex works in git repositories; outside one only with `skipGitRepoCheck`. (That the
+    working directory exists is a check of the core.)"""
+    directory = working_directory(config)
+    if not directory.is_dir():
+        return Diagnosis("git repository", False, f"{directory} is not a directory")
+    root = git_root(directory)
+    if root is not None:
+        return Diagnosis("git repository", True, str(root))
+    if config.skip_git_repo_check:
+        return Diagnosis("git repository", True, "none; allowed by codex.skipGitRepoCheck")
     try:
-        directory = check_working_directory(config)
-    except (NotADirectoryError, NotAGitRepositoryError) as exc:
-        return Diagnosis("working directory", False, str(exc))
-    return Diagnosis("working directory", True, str(directory))
+        check_working_directory(config)
+    except NotAGitRepositoryError as exc:
+        return Diagnosis("git repository", False, str(exc))
+    return Diagnosis("git repository", True, str(directory))  # pragma: no cover - unreachable
 
 
 def credentials_check(config: CodexConfig, environ: Mapping[str, str]) -> Diagnosis:

@@ -227,7 +227,7 @@ async def test_health_and_diagnose(make_backend: MakeBackend) -> None:
     assert "0.163.0" in health.detail
     assert checks["codex binary"].ok
     assert checks["codex binary"].detail.startswith("codex-cli 0.163.0")
-    assert checks["working directory"].ok
+    assert checks["git repository"].ok
     assert checks["credentials"].detail == "MOCK_API_KEY is set (the key of model provider mock)"
     assert "mock-key" not in str(checks)
 
@@ -253,7 +253,7 @@ async def test_diagnose_works_before_start(codex_config: Callable[..., CodexConf
 
     assert [c.name for c in checks] == [
         "codex binary",
-        "working directory",
+        "git repository",
         "credentials",
         "safety",
     ]

@@ -9,6 +9,7 @@ ttl; usage in the task metadata.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 
 COMPLETED = "TASK_STATE_COMPLETED"
+MCP_CALC = str(Path(__file__).resolve().parents[2] / "support" / "mcp_calc.py")
 
 
 class Messages:
@@ -277,5 +279,29 @@ def test_check_reports_the_binary_working_directory_and_credentials(
     assert code == 0, out
     assert "ok   codex binary: codex-cli 0.163.0" in out
     assert f"ok   working directory: {codex_root / 'work'}" in out
+    assert "ok   git repository: none; allowed by codex.skipGitRepoCheck" in out
     assert "ok   credentials: MOCK_API_KEY is set" in out
     assert "mock-key" not in out
+
+
+async def test_an_mcp_server_from_the_shared_key_is_usable_by_codex(
+    make_codex_client: MakeCodexClient, mock: ResponsesMock
+) -> None:
+    calc = {"type": "stdio", "command": sys.executable, "args": [MCP_CALC]}
+    client = await make_codex_client(codex={"mcpServers": {"calc": calc}})
+    mock.script(
+        Reply.tool_search("calc add"),
+        Reply.function_call("add", {"a": 2, "b": 40}, namespace="mcp__calc"),
+    )
+
+    events = await stream(client, "Add 2 and 40 with the calculator.")
+
+    notes = [
+        e["statusUpdate"]["status"]["message"]["parts"][0]["text"]
+        for e in events
+        if "statusUpdate" in e and "message" in e["statusUpdate"]["status"]
+    ]
+    assert "Running tool calc.add" in notes
+    final = events[-1]["statusUpdate"]["status"]
+    assert final["state"] == COMPLETED
+    assert "sum=42" in final["message"]["parts"][0]["text"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from core.backend.config.codex import CodexConfig
 from core.settings import ConfigError, load
 from wrappers.codex import CodexBackend, create
-from wrappers.codex.diagnose import credentials_check, working_directory_check
+from wrappers.codex.diagnose import credentials_check, git_repository_check
 from wrappers.codex.options import (
     codex_binary,
     config_overrides,
@@ -178,12 +179,12 @@ def test_a_missing_cli_path_says_so(tmp_path: Path) -> None:
 
 
 def test_outside_a_git_repository_needs_skip_git_repo_check(tmp_path: Path) -> None:
-    refused = working_directory_check(block(workingDirectory=str(tmp_path)))
-    allowed = working_directory_check(block(workingDirectory=str(tmp_path), skipGitRepoCheck=True))
+    refused = git_repository_check(block(workingDirectory=str(tmp_path)))
+    allowed = git_repository_check(block(workingDirectory=str(tmp_path), skipGitRepoCheck=True))
     (tmp_path / ".git").mkdir()
-    empty_git_folder = working_directory_check(block(workingDirectory=str(tmp_path)))
+    empty_git_folder = git_repository_check(block(workingDirectory=str(tmp_path)))
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    in_repo = working_directory_check(block(workingDirectory=str(tmp_path)))
+    in_repo = git_repository_check(block(workingDirectory=str(tmp_path)))
 
     assert not refused.ok
     assert not empty_git_folder.ok
@@ -193,7 +194,7 @@ def test_outside_a_git_repository_needs_skip_git_repo_check(tmp_path: Path) -> N
 
 
 def test_a_missing_working_directory_is_reported(tmp_path: Path) -> None:
-    check = working_directory_check(block(workingDirectory=str(tmp_path / "gone")))
+    check = git_repository_check(block(workingDirectory=str(tmp_path / "gone")))
 
     assert not check.ok
     assert "is not a directory" in check.detail
@@ -236,3 +237,15 @@ def test_the_resume_command_opens_the_thread_in_the_terminal(tmp_path: Path) -> 
     assert isolated.resume_command("0190-abc") == (
         f"CODEX_HOME='{tmp_path}/codex home' codex resume 0190-abc"
     )
+
+
+def test_the_shipped_config_is_valid_and_safe(repo_root: Path) -> None:
+    path = repo_root / "config" / "codex.json"
+
+    settings = load(path, environ={})
+
+    assert json.loads(path.read_text())["$schema"] == "./schema.json"
+    assert settings.backend == "codex"
+    assert settings.codex.approval_policy == "never"
+    assert settings.codex.sandbox == "workspace-write"
+    assert "OPENAI_API_KEY" not in settings.codex.env, "credentials come from the environment"

@@ -51,7 +51,7 @@ CONTEXT_PREFIXES = (
     "<model_switch",
     "<INSTRUCTIONS",
 )
-TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,28 @@ class Reply:
         return cls("call", call={"shell": command})
 
     @classmethod
-    def function_call(cls, name: str, arguments: dict[str, Any]) -> Reply:
-        return cls("call", call={"name": name, "arguments": arguments})
+    def function_call(
+        cls, name: str, arguments: dict[str, Any], *, namespace: str | None = None
+    ) -> Reply:
+        """A function call; `namespace` as Codex expects for MCP tools (`mcp__<server>`)."""
+        call: dict[str, Any] = {"name": name, "arguments": arguments}
+        if namespace is not None:
+            call["namespace"] = namespace
+        return cls("call", call=call)
+
+    @classmethod
+    def tool_search(cls, query: str) -> Reply:
+        """Codex defers MCP tools behind its client-side tool_search: the model searches first."""
+        return cls.of_items(
+            {
+                "type": "tool_search_call",
+                "id": "tsc_1",
+                "call_id": "call_search",
+                "status": "completed",
+                "execution": "client",
+                "arguments": {"query": query},
+            }
+        )
 
     @classmethod
     def of_items(cls, *items: dict[str, Any]) -> Reply:
@@ -307,16 +327,17 @@ class _Stream:
             )
         if reply.kind == "call" and reply.call is not None:
             name, arguments = self._call(reply.call)
-            items.append(
-                {
-                    "type": "function_call",
-                    "id": f"fc_{serial}",
-                    "call_id": f"call_{serial}",
-                    "name": name,
-                    "arguments": json.dumps(arguments),
-                    "status": "completed",
-                }
-            )
+            call = {
+                "type": "function_call",
+                "id": f"fc_{serial}",
+                "call_id": f"call_{serial}",
+                "name": name,
+                "arguments": json.dumps(arguments),
+                "status": "completed",
+            }
+            if "namespace" in reply.call:
+                call["namespace"] = reply.call["namespace"]
+            items.append(call)
         items.extend(dict(item) for item in reply.items)
         return items
 

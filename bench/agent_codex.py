@@ -1,0 +1,192 @@
+"""Latency of Codex turns through the daemon vs. driven directly with the openai-codex SDK.
+
+Both paths run the same codex binary (openai-codex-cli-bin) against the same mock model
+(tests/support/mock_models) on 127.0.0.1, with the same provider settings, so the difference is
+the daemon's own overhead (HTTP, JSON-RPC, task store, sessions, event mapping). A benchmark,
+not a test: nothing here asserts timings.
+
+    .venv/bin/python -m bench.agent_codex [--rounds 10]
+
+Measured per round, each in a new context / thread:
+  first      a new conversation: thread/start + one turn (the app-server is already running)
+  follow-up  the next turn of that conversation (warm thread)
+  resumed    a turn on that conversation from a fresh process (daemon restart / new SDK client):
+             app-server start + thread/resume + one turn
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import anyio
+from aiohttp import web
+
+from core import logs
+from core.server.app import create_app
+from tests.backends.codex.support import MOCK_KEY_VARIABLE, MODEL, codex_settings, provider
+from tests.support.mock_models.openai_responses import ResponsesMock
+
+V1 = {"A2A-Version": "1.0"}
+Samples = dict[str, list[float]]
+
+
+async def timed(samples: Samples, name: str, op: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    started = time.perf_counter()
+    result = await op(*args)
+    samples.setdefault(name, []).append(time.perf_counter() - started)
+    return result
+
+
+class Daemon:
+    """The real app on 127.0.0.1 (port 0), as `a2a-wrapper serve` runs it."""
+
+    def __init__(self, mock: ResponsesMock, root: Path) -> None:
+        self.settings = codex_settings(mock, root)
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> Daemon:
+        self.runner = web.AppRunner(create_app(self.settings))
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = site.name.rstrip("/")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.runner is not None:
+            await self.runner.cleanup()
+
+    async def send(self, http: aiohttp.ClientSession, text: str, context: str, n: int) -> str:
+        message = {
+            "messageId": f"{context}-{n}",
+            "contextId": context,
+            "role": "ROLE_USER",
+            "parts": [{"text": text}],
+        }
+        body = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": {"message": message}}
+        async with http.post(f"{self.url}/a2a/jsonrpc", json=body, headers=V1) as response:
+            reply = await response.json()
+        task = reply["result"]["task"]
+        if task["status"]["state"] != "TASK_STATE_COMPLETED":
+            raise RuntimeError(f"turn did not complete: {task['status']}")
+        return str(task["status"]["message"]["parts"][0]["text"])
+
+
+async def through_daemon(mock: ResponsesMock, root: Path, rounds: int) -> Samples:
+    samples: Samples = {}
+    async with aiohttp.ClientSession() as http:
+        async with Daemon(mock, root) as daemon:
+            await daemon.send(http, "warm up", "warm-up", 0)
+            for r in range(rounds):
+                context = f"ctx-{r}"
+                await timed(samples, "first", daemon.send, http, "hi", context, 1)
+                await timed(samples, "follow-up", daemon.send, http, "again", context, 2)
+
+        async def restart_and_send(context: str) -> str:
+            async with Daemon(mock, root) as daemon:
+                return await daemon.send(http, "after restart", context, 3)
+
+        for r in range(rounds):
+            await timed(samples, "resumed", restart_and_send, f"ctx-{r}")
+    return samples
+
+
+def sdk_rounds(base_url: str, root: Path, rounds: int) -> Samples:
+    """The same turns with the openai-codex SDK (synchronous; run in a worker thread)."""
+    from openai_codex import ApprovalMode, Codex, CodexConfig, Sandbox  # noqa: PLC0415
+
+    work, home = root / "sdk-work", root / "sdk-home"
+    work.mkdir()
+    home.mkdir()
+    mock = provider(base_url)
+    table = ", ".join(f"{k}={_toml(v)}" for k, v in mock.items())
+    config = CodexConfig(
+        config_overrides=(
+            "model_provider=mock",
+            f"model={MODEL}",
+            f"model_providers.mock={{{table}}}",
+            "features.plugins=false",
+            "features.apps=false",
+            "analytics.enabled=false",
+        ),
+        env={"CODEX_HOME": str(home), MOCK_KEY_VARIABLE: "mock-key"},
+        cwd=str(work),
+    )
+    options: dict[str, Any] = {"approval_mode": ApprovalMode.deny_all}
+    samples: Samples = {}
+
+    def clock(name: str, op: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        result = op()
+        samples.setdefault(name, []).append(time.perf_counter() - started)
+        return result
+
+    threads = []
+    with Codex(config) as codex:
+        codex.thread_start(sandbox=Sandbox.workspace_write, cwd=str(work), **options).run("warm")
+        for _ in range(rounds):
+
+            def first() -> Any:
+                thread = codex.thread_start(
+                    sandbox=Sandbox.workspace_write, cwd=str(work), **options
+                )
+                thread.run("hi")
+                return thread
+
+            thread = clock("first", first)
+            clock("follow-up", lambda: thread.run("again"))  # noqa: B023 - called at once
+            threads.append(thread.id)
+    for thread_id in threads:
+
+        def resumed(thread_id: str = thread_id) -> None:
+            with Codex(config) as fresh:
+                fresh.thread_resume(thread_id, sandbox=Sandbox.workspace_write, **options).run(
+                    "after restart"
+                )
+
+        clock("resumed", resumed)
+    return samples
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return f'"{value}"'
+
+
+def report(title: str, samples: Samples) -> None:
+    print(title)
+    for name, values in samples.items():
+        ordered = sorted(values)
+        print(
+            f"  {name:<10} median {statistics.median(ordered) * 1000:6.0f} ms   "
+            f"min {ordered[0] * 1000:6.0f} ms   max {ordered[-1] * 1000:6.0f} ms   "
+            f"(n={len(ordered)})"
+        )
+
+
+async def main(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-codex-") as scratch:
+        root = Path(scratch)
+        async with ResponsesMock.running() as mock:
+            daemon = await through_daemon(mock, root / "daemon", rounds)
+            sdk = await anyio.to_thread.run_sync(sdk_rounds, mock.base_url, root, rounds)
+    report("through the daemon (HTTP SendMessage, blocking)", daemon)
+    report("openai-codex SDK directly (Thread.run)", sdk)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    logs.configure("warning")
+    anyio.run(main, parser.parse_args().rounds)
