@@ -80,80 +80,89 @@ class Daemon:
         return str(task["status"]["message"]["parts"][0]["text"])
 
 
-async def through_daemon(mock: ResponsesMock, root: Path, rounds: int) -> Samples:
-    samples: Samples = {}
+class Sdk:
+    """The same turns with the openai-codex SDK (synchronous: call it from a worker thread)."""
+
+    def __init__(self, base_url: str, root: Path) -> None:
+        from openai_codex import ApprovalMode, CodexConfig, Sandbox  # noqa: PLC0415
+
+        self.work, home = root / "sdk-work", root / "sdk-home"
+        self.work.mkdir(parents=True)
+        home.mkdir(parents=True)
+        table = ", ".join(f"{k}={_toml(v)}" for k, v in provider(base_url).items())
+        self.config = CodexConfig(
+            config_overrides=(
+                "model_provider=mock",
+                f"model={MODEL}",
+                f"model_providers.mock={{{table}}}",
+                "features.plugins=false",
+                "features.apps=false",
+                "analytics.enabled=false",
+            ),
+            env={"CODEX_HOME": str(home), MOCK_KEY_VARIABLE: "mock-key"},
+            cwd=str(self.work),
+        )
+        self.options: dict[str, Any] = {
+            "approval_mode": ApprovalMode.deny_all,
+            "sandbox": Sandbox.workspace_write,
+        }
+        self.codex: Any = None
+
+    def open(self) -> None:
+        from openai_codex import Codex  # noqa: PLC0415
+
+        self.codex = Codex(self.config)
+        self.codex.thread_start(cwd=str(self.work), **self.options).run("warm up")
+
+    def close(self) -> None:
+        self.codex.close()
+
+    def conversation(self, samples: Samples) -> str:
+        started = time.perf_counter()
+        thread = self.codex.thread_start(cwd=str(self.work), **self.options)
+        thread.run("hi")
+        samples.setdefault("first", []).append(time.perf_counter() - started)
+        started = time.perf_counter()
+        thread.run("again")
+        samples.setdefault("follow-up", []).append(time.perf_counter() - started)
+        return str(thread.id)
+
+    def resumed(self, samples: Samples, thread_id: str) -> None:
+        from openai_codex import Codex  # noqa: PLC0415
+
+        started = time.perf_counter()
+        with Codex(self.config) as fresh:
+            fresh.thread_resume(thread_id, **self.options).run("after restart")
+        samples.setdefault("resumed", []).append(time.perf_counter() - started)
+
+
+async def measure(mock: ResponsesMock, root: Path, rounds: int) -> tuple[Samples, Samples]:
+    """Rounds alternate between the two paths, so a busy machine slows both alike."""
+    daemon_samples: Samples = {}
+    sdk_samples: Samples = {}
+    sdk = Sdk(mock.base_url, root)
+    threads: list[str] = []
     async with aiohttp.ClientSession() as http:
-        async with Daemon(mock, root) as daemon:
+        async with Daemon(mock, root / "daemon") as daemon:
             await daemon.send(http, "warm up", "warm-up", 0)
-            for r in range(rounds):
-                context = f"ctx-{r}"
-                await timed(samples, "first", daemon.send, http, "hi", context, 1)
-                await timed(samples, "follow-up", daemon.send, http, "again", context, 2)
+            await anyio.to_thread.run_sync(sdk.open)
+            try:
+                for r in range(rounds):
+                    context = f"ctx-{r}"
+                    await timed(daemon_samples, "first", daemon.send, http, "hi", context, 1)
+                    await timed(daemon_samples, "follow-up", daemon.send, http, "again", context, 2)
+                    threads.append(await anyio.to_thread.run_sync(sdk.conversation, sdk_samples))
+            finally:
+                await anyio.to_thread.run_sync(sdk.close)
 
         async def restart_and_send(context: str) -> str:
-            async with Daemon(mock, root) as daemon:
+            async with Daemon(mock, root / "daemon") as daemon:
                 return await daemon.send(http, "after restart", context, 3)
 
-        for r in range(rounds):
-            await timed(samples, "resumed", restart_and_send, f"ctx-{r}")
-    return samples
-
-
-def sdk_rounds(base_url: str, root: Path, rounds: int) -> Samples:
-    """The same turns with the openai-codex SDK (synchronous; run in a worker thread)."""
-    from openai_codex import ApprovalMode, Codex, CodexConfig, Sandbox  # noqa: PLC0415
-
-    work, home = root / "sdk-work", root / "sdk-home"
-    work.mkdir()
-    home.mkdir()
-    mock = provider(base_url)
-    table = ", ".join(f"{k}={_toml(v)}" for k, v in mock.items())
-    config = CodexConfig(
-        config_overrides=(
-            "model_provider=mock",
-            f"model={MODEL}",
-            f"model_providers.mock={{{table}}}",
-            "features.plugins=false",
-            "features.apps=false",
-            "analytics.enabled=false",
-        ),
-        env={"CODEX_HOME": str(home), MOCK_KEY_VARIABLE: "mock-key"},
-        cwd=str(work),
-    )
-    options: dict[str, Any] = {"approval_mode": ApprovalMode.deny_all}
-    samples: Samples = {}
-
-    def clock(name: str, op: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        result = op()
-        samples.setdefault(name, []).append(time.perf_counter() - started)
-        return result
-
-    threads = []
-    with Codex(config) as codex:
-        codex.thread_start(sandbox=Sandbox.workspace_write, cwd=str(work), **options).run("warm")
-        for _ in range(rounds):
-
-            def first() -> Any:
-                thread = codex.thread_start(
-                    sandbox=Sandbox.workspace_write, cwd=str(work), **options
-                )
-                thread.run("hi")
-                return thread
-
-            thread = clock("first", first)
-            clock("follow-up", lambda: thread.run("again"))  # noqa: B023 - called at once
-            threads.append(thread.id)
-    for thread_id in threads:
-
-        def resumed(thread_id: str = thread_id) -> None:
-            with Codex(config) as fresh:
-                fresh.thread_resume(thread_id, sandbox=Sandbox.workspace_write, **options).run(
-                    "after restart"
-                )
-
-        clock("resumed", resumed)
-    return samples
+        for r, thread_id in enumerate(threads):
+            await timed(daemon_samples, "resumed", restart_and_send, f"ctx-{r}")
+            await anyio.to_thread.run_sync(sdk.resumed, sdk_samples, thread_id)
+    return daemon_samples, sdk_samples
 
 
 def _toml(value: Any) -> str:
@@ -179,8 +188,7 @@ async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-codex-") as scratch:
         root = Path(scratch)
         async with ResponsesMock.running() as mock:
-            daemon = await through_daemon(mock, root / "daemon", rounds)
-            sdk = await anyio.to_thread.run_sync(sdk_rounds, mock.base_url, root, rounds)
+            daemon, sdk = await measure(mock, root, rounds)
     report("through the daemon (HTTP SendMessage, blocking)", daemon)
     report("openai-codex SDK directly (Thread.run)", sdk)
 

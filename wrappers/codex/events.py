@@ -240,6 +240,11 @@ def _on_error(state: TurnState, params: Mapping[str, Any]) -> Mapped:
     return state, ()
 
 
+def _on_warning(state: TurnState, params: Mapping[str, Any]) -> Mapped:
+    message = params.get("message")
+    return state, ((Progress(f"Codex warns: {message}"),) if message else ())
+
+
 def _on_turn_completed(state: TurnState, params: Mapping[str, Any]) -> Mapped:
     turn = params.get("turn")
     if not isinstance(turn, dict) or turn.get("id") != state.turn_id:
@@ -253,6 +258,7 @@ _HANDLERS: dict[str, Callable[[TurnState, Mapping[str, Any]], Mapped]] = {
     "item/completed": _on_item_completed,
     "thread/tokenUsage/updated": _on_usage,
     "error": _on_error,
+    "warning": _on_warning,
     "turn/completed": _on_turn_completed,
 }
 

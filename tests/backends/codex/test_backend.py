@@ -282,3 +282,28 @@ async def test_session_bound_comes_before_the_model_answers(
     assert isinstance(bound[0], SessionBound)
     assert held.headers.get("thread-id") == bound[0].session_id
     assert text_of(events).startswith("MOCK_REPLY #1")
+
+
+async def test_turns_of_different_contexts_run_at_once_on_one_app_server(
+    make_backend: MakeBackend, mock: ResponsesMock
+) -> None:
+    backend = await make_backend()
+    mock.script(Reply.hold(), Reply.hold())
+    answers: dict[str, list[BackendEvent]] = {}
+
+    async def ask(context: str) -> None:
+        answers[context] = await run(
+            backend, turn(f"I am {context}.", task=f"task-{context}", context=context)
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "alpha")
+        tg.start_soon(ask, "beta")
+        await mock.request(2)  # both turns are with the model at the same time
+        mock.release()
+
+    assert "I am alpha." in text_of(answers["alpha"])
+    assert "beta" not in text_of(answers["alpha"])
+    assert "I am beta." in text_of(answers["beta"])
+    assert "alpha" not in text_of(answers["beta"])
+    assert session_of(answers["alpha"]) != session_of(answers["beta"])

@@ -230,6 +230,15 @@ def test_a_retried_model_error_is_progress() -> None:
     assert events == (Progress("Model request failed, Codex retries: overloaded"),)
 
 
+def test_a_warning_during_the_turn_is_progress() -> None:
+    # As app-server sends it (recorded), e.g. for a model slug missing from its catalogue.
+    params = {"threadId": "th", "message": "Model metadata for `my-model` not found."}
+
+    _, events = map_notification(TurnState("t"), "warning", params)
+
+    assert events == (Progress("Codex warns: Model metadata for `my-model` not found."),)
+
+
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
