@@ -67,6 +67,7 @@ class _ActiveTurn:
     server: AppServer
     turn_id: str | None = None
     finished: bool = False
+    stopped: anyio.Event | None = None  # set once a stop of this turn is over
 
 
 @dataclass
@@ -171,12 +172,13 @@ class CodexBackend:
         except (AppServerError, TimeoutError) as exc:
             yield Failed("error", f"Codex could not open a thread: {exc}")
             return
-        yield SessionBound(thread.id)
-        for note in notes:
-            yield note
-        active = _ActiveTurn(thread.id, server)
-        self._active[turn.task_id] = active
+        active: _ActiveTurn | None = None
         try:
+            yield SessionBound(thread.id)
+            for note in notes:
+                yield note
+            active = _ActiveTurn(thread.id, server)
+            self._active[turn.task_id] = active
             with server.listen(thread.id) as notifications:
                 try:
                     # Shielded: once asked, the turn runs; its id must be known to stop it.
@@ -200,11 +202,14 @@ class CodexBackend:
                 active.finished = True
                 yield Failed("error", _server_gone(server.exit_reason))
         finally:
-            if active.finished:
-                # Otherwise the consumer went away mid-turn: interrupt() stops it and cleans up.
+            if active is None or active.finished:
                 self._active.pop(turn.task_id, None)
                 self._threads.release(thread.id)
                 self._pool_changed.set()
+            elif self._background is not None:
+                # The consumer went away mid-turn (cancel, deadline, or its own failure): stop
+                # the agent now; interrupt() waits for this same stop.
+                self._background.start_soon(self._stop, active, name="codex-stop-turn")
 
     def _turn_start(self, turn: Turn, thread: WarmThread) -> dict[str, object]:
         return {
@@ -220,9 +225,7 @@ class CodexBackend:
         notes: list[BackendEvent] = []
         params = thread_params(self.config)
         if session_id is not None:
-            unloading = self._unloading.get(session_id)
-            if unloading is not None:
-                await unloading.done.wait()
+            await self._settled(session_id)
             warm = self._threads.take(session_id)
             if warm is not None:
                 return warm, notes
@@ -245,6 +248,16 @@ class CodexBackend:
             started = await server.request("thread/start", params)
         return self._register(server, str(started["thread"]["id"]), started), notes
 
+    async def _settled(self, thread_id: str) -> None:
+        """Wait until nothing else is happening to the thread: a stop of its previous turn, or
+        its unloading."""
+        for active in list(self._active.values()):
+            if active.thread_id == thread_id and active.stopped is not None:
+                await active.stopped.wait()
+        unloading = self._unloading.get(thread_id)
+        if unloading is not None:
+            await unloading.done.wait()
+
     def _register(
         self, server: AppServer, thread_id: str, response: dict[str, object]
     ) -> WarmThread:
@@ -259,14 +272,28 @@ class CodexBackend:
         return thread
 
     async def interrupt(self, turn: Turn) -> None:
-        active = self._active.pop(turn.task_id, None)
-        if active is None or active.finished:
+        """Stop the turn of `turn.task_id` and return once it has stopped."""
+        active = self._active.get(turn.task_id)
+        if active is not None and not active.finished:
+            await self._stop(active)
+
+    async def _stop(self, active: _ActiveTurn) -> None:
+        """Stop a turn once, whoever asks first; everyone returns when it has stopped."""
+        if active.stopped is not None:
+            await active.stopped.wait()
             return
+        active.stopped = anyio.Event()
         try:
-            await self._stop_turn(active)
+            with anyio.CancelScope(shield=True):
+                await self._stop_turn(active)
         finally:
+            active.finished = True
+            for task_id, entry in list(self._active.items()):
+                if entry is active:
+                    del self._active[task_id]
             self._threads.release(active.thread_id)
             self._pool_changed.set()
+            active.stopped.set()
 
     async def _stop_turn(self, active: _ActiveTurn) -> None:
         """Interrupt the turn, then stop the commands it left running (Codex keeps them as

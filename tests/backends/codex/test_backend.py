@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 
 import anyio
@@ -307,3 +307,31 @@ async def test_turns_of_different_contexts_run_at_once_on_one_app_server(
     assert "I am beta." in text_of(answers["beta"])
     assert "alpha" not in text_of(answers["beta"])
     assert session_of(answers["alpha"]) != session_of(answers["beta"])
+
+
+async def test_a_turn_whose_consumer_goes_away_is_stopped_even_without_interrupt(
+    make_backend: MakeBackend, mock: ResponsesMock
+) -> None:
+    backend = await make_backend()
+    mock.script(Reply.hold())
+    events = backend.run_turn(turn("hello", task="t1"))
+    assert isinstance(events, AsyncGenerator)
+    first = await anext(events)
+    assert isinstance(first, SessionBound)
+
+    async with anyio.create_task_group() as tg:
+
+        async def consume() -> None:
+            async for _ in events:
+                pass
+
+        tg.start_soon(consume)
+        held = await mock.request(1)
+        tg.cancel_scope.cancel()
+    await events.aclose()
+
+    with anyio.fail_after(10):
+        await held.disconnected.wait()
+    follow_up = await run(backend, turn("next", session=first.session_id, task="t2"))
+    assert session_of(follow_up) == first.session_id
+    assert text_of(follow_up).startswith("MOCK_REPLY")
