@@ -216,6 +216,19 @@ class HookSettings(Block):
     )
 
 
+class ApprovalSettings(Block):
+    mode: Literal["policy", "ask"] = Field(
+        default="policy",
+        description="policy: the backend's allow/deny rules decide; ask: a request they do not "
+        "decide becomes an input-required question to the caller",
+    )
+    timeout: int = Field(default=600_000, ge=1, description="ms a question waits for an answer")
+    on_timeout: Literal["deny", "fail"] = Field(
+        default="deny",
+        description="deny: the agent sees a denial and the turn goes on; fail: the task fails",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         alias_generator=to_camel,
@@ -236,6 +249,7 @@ class Settings(BaseSettings):
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     output: OutputSettings = Field(default_factory=OutputSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
     codex: CodexConfig = Field(default_factory=CodexConfig)
     opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)

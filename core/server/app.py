@@ -95,6 +95,9 @@ def create_app(
         reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
         hooks=build_hooks(settings),
+        approvals=settings.approvals.mode,
+        approval_timeout=settings.approvals.timeout / 1000,
+        approval_on_timeout=settings.approvals.on_timeout,
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import anyio
 import structlog
 
-from core.backend import BackendEvent, Turn
+from core.backend import ApprovalRequest, BackendEvent, Turn
 from core.tasks.broker import TaskBroker
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.store import TaskStore
@@ -59,6 +59,8 @@ class TaskRun:
     stop_reason: str | None = None
     # The turn being run and the backend event being applied, for the policy hooks.
     hooks: Hooks = NO_HOOKS
+    # The agent's permission request the task waits on (INPUT_REQUIRED, turn paused).
+    pending_approval: ApprovalRequest | None = None
     turn: Turn | None = None
     cause: BackendEvent | None = None
 
@@ -108,6 +110,14 @@ class TaskRun:
         self.broker.publish(event.model_copy(deep=True))
         if status.state.terminal:
             self.broker.close()
+
+    async def resume_after_input(self, user: Message) -> None:
+        """The caller answered the question of this paused turn: the question and the answer go
+        to the history, and the task is WORKING again."""
+        question = self.task.status.message
+        self.task.history = [*(self.task.history or []), *([question] if question else []), user]
+        self.task.status = self.task.status.model_copy(update={"message": None})
+        await self.set_status(TaskState.WORKING)
 
     async def progress(self, text: str) -> None:
         """A WORKING update carrying a note; published, never stored."""

@@ -18,6 +18,8 @@ import anyio
 import structlog
 
 from core.backend import (
+    ApprovalAnswer,
+    ApprovalRequest,
     ArtifactOut,
     Backend,
     BackendEvent,
@@ -35,6 +37,7 @@ from core.backend import (
     Turn,
     Usage,
 )
+from core.tasks.approvals import question
 from core.tasks.content import content_to_part
 from core.tasks.run import TaskRun, agent_message
 from core.wire.enums import Role, TaskState
@@ -52,6 +55,10 @@ SessionCallback = Callable[[str], Awaitable[None]]
 
 class IdleTimeoutError(Exception):
     """The backend produced no event within the idle timeout."""
+
+
+class ApprovalTimeoutError(Exception):
+    """Nobody answered an approval request within approvals.timeout (onTimeout: fail)."""
 
 
 @dataclass
@@ -91,8 +98,12 @@ class TurnRunner:
         reasoning: bool = False,
         output_mode: OutputMode = "final",
         idle_timeout: float | None = None,
+        approval_timeout: float | None = None,
+        approval_on_timeout: Literal["deny", "fail"] = "deny",
     ) -> None:
         self._backend = backend
+        self._approval_timeout = approval_timeout or math.inf
+        self._approval_on_timeout = approval_on_timeout
         self._progress = progress
         self._reasoning = reasoning
         self._stream = output_mode == "stream"
@@ -122,6 +133,10 @@ class TurnRunner:
                 if await self._apply(run, event, answer):
                     return
         finally:
+            pending, run.pending_approval = run.pending_approval, None
+            if pending is not None:
+                # The turn stopped while waiting: release the agent's permission callback.
+                pending.reply.answer(ApprovalAnswer("deny", "The turn was stopped."))
             # A turn that ends early closes the backend's generator now, not at GC time, so
             # its own cleanup (processes, sessions) runs in order.
             close = getattr(events, "aclose", None)
@@ -173,17 +188,10 @@ class TurnRunner:
                     "costUsd": event.cost_usd,
                     "model": event.model,
                 }
-            case Progress(text=text):
+            case Progress() | Reasoning() | ToolCall() | ToolResult() | FileChange():
                 await self._working(run)
-                await run.progress(text)
-            case Reasoning(text=text):
-                await self._working(run)
-                if self._reasoning and text:
-                    await run.progress(text)
-            case ToolCall() | ToolResult() | FileChange():
-                await self._working(run)
-                note = _describe(event)
-                if self._progress and note:
+                note = self._note(event)
+                if note:
                     await run.progress(note)
             case ArtifactOut():
                 await self._working(run)
@@ -200,6 +208,8 @@ class TurnRunner:
                 reply = agent_message(run.task, [content_to_part(c) for c in parts])
                 await run.set_status(TaskState.COMPLETED, reply)
                 return True
+            case ApprovalRequest():
+                await self._await_approval(run, event)
             case NeedsInput(question=question, kind=kind):
                 state = TaskState.AUTH_REQUIRED if kind == "auth" else TaskState.INPUT_REQUIRED
                 message = agent_message(run.task, [Part(text=question)]) if question else None
@@ -210,6 +220,43 @@ class TurnRunner:
                 await run.set_status(state, agent_message(run.task, [Part(text=text)]))
                 return True
         return False
+
+    def _note(self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange) -> str:
+        """The progress note an event shows, per `output.progress` / `output.reasoning`."""
+        if isinstance(event, Progress):
+            return event.text
+        if isinstance(event, Reasoning):
+            return event.text if self._reasoning else ""
+        return _describe(event) if self._progress else ""
+
+    async def _await_approval(self, run: TaskRun, event: ApprovalRequest) -> None:
+        """INPUT_REQUIRED with the question; the turn stays paused until the caller answers
+        (the service resumes the task and answers `event.reply`) or approvals.timeout."""
+        run.pending_approval = event
+        await run.set_status(TaskState.INPUT_REQUIRED, agent_message(run.task, question(event)))
+        with anyio.move_on_after(self._approval_timeout) as waited:
+            answer = await event.reply.wait()
+        run.pending_approval = None
+        by = "caller"
+        if waited.cancelled_caught:
+            if self._approval_on_timeout == "fail":
+                raise ApprovalTimeoutError
+            by = "timeout"
+            answer = ApprovalAnswer("deny", "No answer came within approvals.timeout.")
+            event.reply.answer(answer)
+            await run.resume_after_input(
+                agent_message(run.task, [Part(text="(no answer: denied by approvals.timeout)")])
+            )
+        decisions = self._metadata(run).setdefault("approvals", [])
+        decisions.append(
+            {
+                "requestId": event.request_id,
+                "tool": event.tool,
+                "summary": event.summary,
+                "decision": answer.decision,
+                "by": by,
+            }
+        )
 
     async def _text(self, run: TaskRun, answer: _Answer, event: Text | TextDelta) -> None:
         if isinstance(event, Text):

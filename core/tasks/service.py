@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
+from typing import Literal
 
 import anyio
 import structlog
@@ -23,13 +24,20 @@ from anyio.abc import TaskGroup
 from core.backend import Backend, Health, Turn
 from core.sessions.manager import Lease, SessionManager
 from core.sessions.store import InMemorySessionStore
+from core.tasks.approvals import answer_of
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
 from core.tasks.limits import TurnSlots, check_message
 from core.tasks.run import TaskRun, agent_message
-from core.tasks.runner import WRAPPER_METADATA_KEY, IdleTimeoutError, OutputMode, TurnRunner
+from core.tasks.runner import (
+    WRAPPER_METADATA_KEY,
+    ApprovalTimeoutError,
+    IdleTimeoutError,
+    OutputMode,
+    TurnRunner,
+)
 from core.tasks.store import TaskQuery, TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
@@ -59,6 +67,12 @@ RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; 
 SHUTDOWN_REASON = (
     "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
     "finish within server.shutdownTimeout; send it again."
+)
+
+
+APPROVAL_TIMEOUT_REASON = (
+    "Nobody answered the agent's approval request within approvals.timeout; the turn was "
+    "stopped (approvals.onTimeout is fail)."
 )
 
 
@@ -152,8 +166,12 @@ class TaskService:
         reasoning: bool = False,
         debug_errors: bool = False,
         hooks: Hooks = NO_HOOKS,
+        approvals: Literal["policy", "ask"] = "policy",
+        approval_timeout: float | None = None,
+        approval_on_timeout: Literal["deny", "fail"] = "deny",
     ) -> None:
         self._store = store
+        self._approvals = approvals
         self._hooks = hooks
         self._backend = backend
         self._sessions = sessions or SessionManager(
@@ -167,6 +185,8 @@ class TaskService:
             reasoning=reasoning,
             output_mode=output_mode,
             idle_timeout=idle_timeout,
+            approval_timeout=approval_timeout,
+            approval_on_timeout=approval_on_timeout,
         )
         self._turn_timeout = turn_timeout
         self._idle_timeout = idle_timeout
@@ -365,6 +385,18 @@ class TaskService:
     async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
         """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
         config = request.configuration
+        history_length = config.history_length if config else None
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True)
+            answer()
+            if config is None or not config.return_immediately:
+                async for _ in stream:
+                    pass
+            else:
+                stream.close()
+            return apply_history_length(paused.snapshot(), history_length)
         run, lane = await self._accept(principal, request.message)
         if config is not None and config.return_immediately:
             run.announce()
@@ -377,11 +409,16 @@ class TaskService:
             pass
         if run.reply is not None:
             return run.reply
-        history_length = config.history_length if config else None
         return apply_history_length(run.snapshot(), history_length)
 
     async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True, snapshot=True)
+            answer()
+            return stream
         run, lane = await self._accept(principal, request.message)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
         self._start(run, lane, request)
@@ -398,6 +435,28 @@ class TaskService:
             run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
             self._live[task_id] = run
         return self._watch(run, at_interrupt=False, snapshot=True)
+
+    async def _approval_answer(
+        self, principal: str, message: Message
+    ) -> tuple[TaskRun, Callable[[], None]] | None:
+        """When `message` answers the approval a paused turn waits on: resume the task (it is
+        WORKING again, the answer in its history) and return it with the call that hands the
+        answer to the agent (made once the caller watches, so no event is missed)."""
+        run = self._live.get(message.task_id) if message.task_id else None
+        if run is None or run.principal != principal:
+            return None
+        pending = run.pending_approval
+        if pending is None:
+            return None
+        if message.context_id and message.context_id != run.task.context_id:
+            raise InvalidParamsError(
+                f"Context {message.context_id} does not match context {run.task.context_id} "
+                f"of task {run.task.id}",
+                violations=[("message.contextId", "does not match the task's context")],
+            )
+        answer = answer_of(message)
+        await run.resume_after_input(message.model_copy(update={"context_id": run.task.context_id}))
+        return run, lambda: pending.reply.answer(answer)
 
     def _watch(self, run: TaskRun, *, at_interrupt: bool, snapshot: bool = False) -> EventStream:
         first = StreamResponse(task=run.snapshot()) if snapshot else None
@@ -495,6 +554,7 @@ class TaskService:
             session_id=None,
             parts=tuple(part_to_content(p) for p in message.parts),
             metadata=dict(request.metadata or {}),
+            approvals=self._approvals,
         )
         self._tg.start_soon(self._drive, run, turn, lane)
 
@@ -591,6 +651,8 @@ class TaskService:
                 await self._runner.run(run, turn, on_session)
         except IdleTimeoutError:
             return _idle_timeout_reason(self._idle_timeout or 0)
+        except ApprovalTimeoutError:
+            return APPROVAL_TIMEOUT_REASON
         except Exception as exc:
             error_id = uuid.uuid4().hex[:12]
             log.exception(

@@ -8,6 +8,7 @@ The prompt says what to do, so tests read as conversations:
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
   `stall`     report progress, then wait forever (for idle timeouts)
   `tool: N`   call tool N, then answer
+  `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
 Anything else is echoed back.
 
 Sessions behave like an agent's: a turn without a session id starts a new one (a fresh id),
@@ -25,6 +26,8 @@ from typing import Any
 import anyio
 
 from core.backend import (
+    ApprovalAnswer,
+    ApprovalRequest,
     BackendEvent,
     Diagnosis,
     DirectReply,
@@ -64,6 +67,7 @@ class ScriptedBackend:
         self.blocked: dict[str, anyio.Event] = {}
         self.block_entered: dict[str, anyio.Event] = {}
         self.sessions: dict[str, list[str]] = {}
+        self.answers: list[ApprovalAnswer] = []
         self.dropped: list[str] = []
         self.dropped_event = anyio.Event()
         self.resume_prefix: str | None = None
@@ -93,6 +97,9 @@ class ScriptedBackend:
         match command:
             case "crash":
                 raise RuntimeError("backend exploded")
+            case "approve":
+                async for event in self._permission(turn, arg):
+                    yield event
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
             case "stall":
@@ -106,6 +113,27 @@ class ScriptedBackend:
                 yield Text("released")
             case _:
                 yield Text(turn.text)
+
+    async def _permission(self, turn: Turn, tool: str) -> AsyncIterator[BackendEvent]:
+        """Run `tool`, asking first when the turn says so (as a real agent's permission
+        callback would: it waits for the reply while the turn is paused)."""
+        if turn.approvals == "ask":
+            request = ApprovalRequest(
+                request_id=f"req-{tool}",
+                kind="command",
+                tool=tool,
+                summary=f"Run `{tool}` in the working directory",
+                detail={"command": tool},
+            )
+            self.entered(turn.task_id).set()
+            yield request
+            answer = await request.reply.wait()
+            self.answers.append(answer)
+            if answer.decision == "deny":
+                yield Text(f"denied: {answer.message or 'no reason given'}")
+                return
+        yield ToolCall("call-1", tool, {"command": tool})
+        yield Text(f"ran {tool}")
 
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
         """The session this turn continues (or a new one), and its prompts before this turn."""
