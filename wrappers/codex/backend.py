@@ -54,6 +54,7 @@ log = structlog.get_logger(__name__)
 
 INTERRUPT_GRACE = 5.0
 COMMAND_GRACE = 2.0
+UNLOAD_WAIT = 5.0
 REQUEST_TIMEOUT = 60.0
 
 
@@ -344,12 +345,21 @@ class CodexBackend:
             await self._unload(server, [session_id])
 
     async def _unload(self, server: AppServer, thread_ids: list[str]) -> None:
+        """Stop what the threads still run, unsubscribe, and wait (briefly) until Codex reports
+        each one closed; a turn for one of them meanwhile waits for this to finish."""
         for thread_id in thread_ids:
             unloading = self._unloading.setdefault(thread_id, _Unloading())
             try:
-                with anyio.move_on_after(REQUEST_TIMEOUT):
-                    await self._stop_commands(server, thread_id)
-                    await server.request("thread/unsubscribe", {"threadId": thread_id})
+                reply: dict[str, object] = {}
+                with server.listen(thread_id) as notifications:
+                    with anyio.move_on_after(REQUEST_TIMEOUT):
+                        await self._stop_commands(server, thread_id)
+                        reply = await server.request("thread/unsubscribe", {"threadId": thread_id})
+                    if reply.get("status") == "unsubscribed":
+                        with anyio.move_on_after(UNLOAD_WAIT):
+                            async for note in notifications:
+                                if note.method == "thread/closed":
+                                    break
             except (AppServerError, AppServerExitedError) as exc:
                 log.info("codex.thread.unload_failed", thread_id=thread_id, error=str(exc))
             finally:

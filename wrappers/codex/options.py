@@ -17,9 +17,14 @@ from pydantic import JsonValue
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from core.backend.config.codex import CodexConfig
 
-# Without these Codex reaches for api.github.com and chatgpt.com at start; a daemon should not.
-# The `config` block can turn them back on.
-DAEMON_DEFAULTS: dict[str, JsonValue] = {"features": {"plugins": False, "apps": False}}
+# features: without turning these off Codex reaches for api.github.com and chatgpt.com at start.
+# thread_unload_delay_secs: the daemon decides when a thread leaves memory (warmIdle, maxWarm);
+# Codex would keep an unsubscribed thread loaded for a delay of its own.
+# The `config` block can change both.
+DAEMON_DEFAULTS: dict[str, JsonValue] = {
+    "features": {"plugins": False, "apps": False},
+    "thread_unload_delay_secs": 0,
+}
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 

@@ -16,6 +16,7 @@ from core.backend.config.codex import CodexConfig
 from core.server.app import create_app
 from tests.backends.codex.support import codex_block, codex_settings
 from tests.support.mock_models.openai_responses import ResponsesMock
+from wrappers.codex.appserver import Tap
 from wrappers.codex.backend import CodexBackend
 
 Client = TestClient[Any, Any]
@@ -49,8 +50,10 @@ async def make_backend(
     """Started backends, each closed at teardown (closing twice is harmless)."""
     started: list[CodexBackend] = []
 
-    async def make(clock: Callable[[], float] = time.monotonic, **overrides: Any) -> CodexBackend:
-        backend = CodexBackend(codex_config(**overrides), clock=clock)
+    async def make(
+        clock: Callable[[], float] = time.monotonic, tap: Tap | None = None, **overrides: Any
+    ) -> CodexBackend:
+        backend = CodexBackend(codex_config(**overrides), clock=clock, tap=tap)
         await backend.start()
         started.append(backend)
         return backend

@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -105,13 +106,20 @@ async def test_idle_threads_are_unloaded_after_warm_idle(make_backend: MakeBacke
     assert "PAPAYA" in text_of(resumed)
 
 
-async def test_dropping_a_session_unloads_its_thread(make_backend: MakeBackend) -> None:
-    backend = await make_backend()
+async def test_dropping_a_session_unloads_its_thread_from_codex(make_backend: MakeBackend) -> None:
+    closed: list[str] = []
+
+    def tap(_: str, message: dict[str, Any]) -> None:
+        if message.get("method") == "thread/closed":
+            closed.append(message["params"]["threadId"])
+
+    backend = await make_backend(tap=tap)
     thread = session_of(await run(backend, turn("hello")))
 
     await backend.drop_session(thread)
 
     assert backend.warm_threads == []
+    assert closed == [thread], "Codex reports the thread unloaded by the time drop returns"
 
 
 async def test_a_session_codex_cannot_resume_starts_a_new_thread_and_says_so(

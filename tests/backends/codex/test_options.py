@@ -87,6 +87,7 @@ def test_config_overrides_are_dotted_toml_leaves() -> None:
     assert overrides == [
         "features.plugins=true",  # the block overrides the daemon's default (false)
         "features.apps=false",
+        "thread_unload_delay_secs=0",
         'model_provider="local"',
         'model_providers.local.base_url="http://127.0.0.1:1/v1"',
         "model_providers.local.request_max_retries=0",
