@@ -20,6 +20,7 @@ from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from wrappers.codex.backend import CodexBackend, CodexStartError
+from wrappers.codex.options import codex_binary
 
 
 def text_of(events: list[BackendEvent]) -> str:
@@ -343,3 +344,13 @@ async def test_a_turn_whose_consumer_goes_away_is_stopped_even_without_interrupt
     follow_up = await run(backend, turn("next", session=first.session_id, task="t2"))
     assert session_of(follow_up) == first.session_id
     assert text_of(follow_up).startswith("MOCK_REPLY")
+
+
+async def test_cli_path_picks_the_codex_binary(make_backend: MakeBackend) -> None:
+    bundled = codex_binary(CodexConfig())
+    backend = await make_backend(cliPath=str(bundled))
+
+    events = await run(backend, turn("hello"))
+
+    assert text_of(events).startswith("MOCK_REPLY #1")
+    assert f"({bundled})" in {d.name: d for d in await backend.diagnose()}["codex binary"].detail

@@ -305,3 +305,18 @@ async def test_an_mcp_server_from_the_shared_key_is_usable_by_codex(
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == COMPLETED
     assert "sum=42" in final["message"]["parts"][0]["text"]
+
+
+async def test_a_turn_past_its_deadline_fails_and_the_agent_is_stopped(
+    make_codex_client: MakeCodexClient, mock: ResponsesMock
+) -> None:
+    client = await make_codex_client(timeouts={"turn": 1000, "idle": 0})
+    mock.script(Reply.hold())
+
+    task = await send(client, "Think forever.")
+
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "timeouts.turn (1 s)" in status_text(task)
+    with anyio.fail_after(5):
+        await mock.requests[0].disconnected.wait()
+    assert (await send(client, "Quick one?"))["status"]["state"] == COMPLETED
