@@ -218,7 +218,8 @@ async def test_aclose_stops_the_app_server_and_everything_it_started(
     pid = backend.app_server_pid
     assert pid is not None
 
-    await backend.aclose()
+    with anyio.fail_after(10):
+        await backend.aclose()  # the app-server, its readers and the idle evictor
 
     assert not alive(pid)
     with pytest.raises(ProcessLookupError):
@@ -354,3 +355,27 @@ async def test_cli_path_picks_the_codex_binary(make_backend: MakeBackend) -> Non
 
     assert text_of(events).startswith("MOCK_REPLY #1")
     assert f"({bundled})" in {d.name: d for d in await backend.diagnose()}["codex binary"].detail
+
+
+async def test_aclose_during_a_turn_ends_that_turn_with_the_reason(
+    make_backend: MakeBackend, mock: ResponsesMock
+) -> None:
+    backend = await make_backend()
+    mock.script(Reply.hold())
+    events: list[BackendEvent] = []
+
+    async def consume() -> None:
+        async for event in backend.run_turn(turn("hello")):
+            events.append(event)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        held = await mock.request(1)
+        with anyio.fail_after(10):
+            await backend.aclose()
+
+    failed = events[-1]
+    assert isinstance(failed, Failed)
+    assert "The Codex app-server stopped during the turn" in failed.message
+    with anyio.fail_after(5):
+        await held.disconnected.wait()
