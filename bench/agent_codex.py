@@ -17,8 +17,10 @@ Measured per round, each in a new context / thread:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +32,13 @@ from aiohttp import web
 
 from core import logs
 from core.server.app import create_app
-from tests.backends.codex.support import MOCK_KEY_VARIABLE, MODEL, codex_settings, provider
+from tests.backends.codex.support import (
+    MOCK_KEY_VARIABLE,
+    MODEL,
+    codex_block,
+    codex_settings,
+    provider,
+)
 from tests.support.mock_models.openai_responses import ResponsesMock
 
 V1 = {"A2A-Version": "1.0"}
@@ -198,3 +206,69 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=10)
     logs.configure("warning")
     anyio.run(main, parser.parse_args().rounds)
+
+
+# ----- bench.turns: the same measurement in the shared agent-turn harness ---------------------
+
+
+def _serve_mock(workdir: Path) -> tuple[str, Callable[[], None]]:
+    """The mock model in a thread of its own (the harness runs the daemon as a process)."""
+    ready = threading.Event()
+    url: list[str] = []
+    stop_event: list[asyncio.Event] = []
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        async with ResponsesMock.running() as mock:
+            url.append(mock.base_url)
+            stop_event.append(asyncio.Event())
+            ready.set()
+            await stop_event[0].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("the mock model did not start")
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(stop_event[0].set)
+        thread.join(30)
+        loop.close()
+
+    return url[0], stop
+
+
+def _daemon_config(base_url: str, workdir: Path) -> dict[str, Any]:
+    root = workdir / "daemon"
+    return {
+        "backend": "codex",
+        "storage": {"kind": "sqlite", "path": str(root / "tasks.sqlite3")},
+        "codex": codex_block(base_url, root),
+    }
+
+
+def _direct(base_url: str, workdir: Path, session: str | None) -> str:
+    """One turn with the SDK in a process of its own (a new app-server each time, as the
+    harness's direct path is one turn per process)."""
+    from openai_codex import Codex  # noqa: PLC0415
+
+    sdk = _SDKS.get(base_url)
+    if sdk is None:
+        sdk = _SDKS[base_url] = Sdk(base_url, workdir / "direct")
+    with Codex(sdk.config) as codex:
+        if session is None:
+            thread = codex.thread_start(cwd=str(sdk.work), **sdk.options)
+        else:
+            thread = codex.thread_resume(session, **sdk.options)
+        thread.run("Say hello." if session is None else "Say it again.")
+        return str(thread.id)
+
+
+_SDKS: dict[str, Sdk] = {}
+
+
+def target() -> Any:
+    """Codex's `bench.turns.Target` (register it as `TARGETS["codex"] = target()`)."""
+    from bench.turns import Target  # noqa: PLC0415
+
+    return Target(mock=_serve_mock, config=_daemon_config, direct=_direct)
