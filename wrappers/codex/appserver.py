@@ -41,6 +41,7 @@ log = structlog.get_logger(__name__)
 
 MAX_LINE = 64 * 1024 * 1024
 STDERR_TAIL = 40
+STDERR_LINE = 8192
 HANDSHAKE_TIMEOUT = 30.0
 FINISHED_TURNS_KEPT = 1024
 CLIENT_INFO = {"name": "a2a_wrapper", "title": "a2a-wrapper", "version": "0.1.0"}
@@ -353,23 +354,31 @@ class AppServer:
             await self._write(reply)
 
     async def _drain_stderr(self) -> None:
+        """Keep reading stderr (a full pipe would block the app-server), keeping its tail for
+        error messages."""
         stderr = self._process.stderr
         if stderr is None:
             return
-        lines = BufferedByteReceiveStream(stderr)
-        with suppress(
-            anyio.EndOfStream,
-            anyio.ClosedResourceError,
-            anyio.BrokenResourceError,
-            anyio.IncompleteRead,
-            anyio.DelimiterNotFound,
-        ):
+        pending = b""
+        try:
             while True:
-                line = await lines.receive_until(b"\n", MAX_LINE)
-                text = line.decode(errors="replace").rstrip()
-                if text:
-                    self._stderr.append(text)
-                    log.debug("codex.app_server.stderr", line=text[:500])
+                pending += await stderr.receive()
+                *lines, pending = pending.split(b"\n")
+                if len(pending) > STDERR_LINE:
+                    lines, pending = [*lines, pending], b""
+                for line in lines:
+                    self._stderr_line(line)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._stderr_line(pending)
+        except Exception:
+            # Never let the stderr drain take the backend's task group down with it.
+            log.exception("codex.app_server.stderr_failed")
+
+    def _stderr_line(self, line: bytes) -> None:
+        text = line[:STDERR_LINE].decode(errors="replace").rstrip()
+        if text:
+            self._stderr.append(text)
+            log.debug("codex.app_server.stderr", line=text[:500])
 
     # ----- shutdown ------------------------------------------------------------------------
 

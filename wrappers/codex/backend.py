@@ -170,6 +170,9 @@ class CodexBackend:
         except AppServerExitedError as exc:
             yield Failed("unavailable", _server_gone(str(exc)))
             return
+        except CodexStartError as exc:
+            yield Failed("unavailable", f"Codex is not available: {exc}")
+            return
         except (AppServerError, TimeoutError) as exc:
             yield Failed("error", f"Codex could not open a thread: {exc}")
             return
