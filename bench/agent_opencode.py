@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import signal
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
+import urllib.request
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Protocol
@@ -53,14 +59,15 @@ class Variant(Protocol):
     async def close(self) -> None: ...
 
 
-def block(work: Path, mock: OpenAIChatMock) -> dict[str, Any]:
+def block(work: Path, mock: OpenAIChatMock | str) -> dict[str, Any]:
+    """The `opencode` block for a daemon (or a direct server) in `work`, pointed at the mock."""
     (work / "project").mkdir(parents=True, exist_ok=True)
     return {
         "workingDirectory": str(work / "project"),
         "home": str(work / "home"),
         "model": "mock/mock-model",
         "env": TEST_ENV,
-        "config": provider_config(mock.base_url),
+        "config": provider_config(mock if isinstance(mock, str) else mock.base_url),
     }
 
 
@@ -227,6 +234,168 @@ async def main(args: argparse.Namespace) -> None:
             median = statistics.median(values) * 1000
             print(f"  {row:<16} median {median:7.0f} ms  {spread:>12}  (n={len(values)})")
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+
+
+# ----- bench.turns: the same measurement in the shared agent-turn harness ---------------------
+
+
+class _DirectServer:
+    """A long-lived `opencode serve` for the harness's direct turns (blocking client)."""
+
+    def __init__(self, base_url: str, work: Path) -> None:
+        config = OpencodeConfig.model_validate(block(work, base_url))
+        launch = build_launch(config, find_binary(None), "bench-pw")
+        self._auth = "Basic " + base64.b64encode(b"opencode:bench-pw").decode()
+        self._proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
+            launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        line = self._proc.stdout.readline() if self._proc.stdout else ""
+        if "listening on " not in line:
+            self.stop()
+            raise RuntimeError(f"opencode serve did not start: {line!r}")
+        self._url = line.split("listening on ")[1].strip()
+
+    def get(self, path: str) -> Any:
+        return self.post(path, None)
+
+    def post(self, path: str, body: dict[str, Any] | None) -> Any:
+        request = urllib.request.Request(  # noqa: S310 - our own loopback server
+            self._url + path,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": self._auth, "Content-Type": "application/json"},
+            method="GET" if body is None else "POST",
+        )
+        with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310
+            return json.loads(response.read() or b"null")
+
+    def turn(self, session: str | None) -> str:
+        text = "Say hello." if session is None else "Say it again."
+        if session is None:
+            session = str(self.post("/session", {"title": "bench"})["id"])
+        self.post(f"/session/{session}/message", {"parts": [{"type": "text", "text": text}]})
+        return session
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+            self._proc.wait(10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+
+class _DirectServers:
+    """Fresh direct servers, one per conversation, booted ahead of time (untimed), so the
+    direct path's first and follow-up turns are a new server's turns 1 and 2, like those of the
+    daemon the harness starts for each round."""
+
+    def __init__(self, base_url: str, work: Path) -> None:
+        self._base_url = base_url
+        self._work = work
+        self._count = 0
+        self._next: list[_DirectServer] = []
+        self._booting: threading.Thread | None = None
+        self.current: _DirectServer | None = None
+        self._boot()
+
+    def _boot(self) -> None:
+        self._count += 1
+        work = self._work / f"server-{self._count}"
+
+        def boot() -> None:
+            server = _DirectServer(self._base_url, work)
+            server.get("/config/providers")  # what the backend does at start
+            self._next.append(server)
+
+        self._booting = threading.Thread(target=boot, daemon=True)
+        self._booting.start()
+
+    def fresh(self) -> _DirectServer:
+        if self._booting is not None:
+            self._booting.join(120)  # long done: it started after the previous follow-up
+        if self.current is not None:
+            self.current.stop()
+        self.current = self._next.pop()
+        return self.current
+
+    def boot_next(self) -> None:
+        """Boot the next conversation's server in the background; the harness starts a new
+        daemon next (untimed), which is when this runs."""
+        self._boot()
+
+    def stop(self) -> None:
+        if self._booting is not None:
+            self._booting.join(120)
+        for server in [*self._next, *([self.current] if self.current else [])]:
+            server.stop()
+
+
+_DIRECT: dict[str, _DirectServers] = {}
+
+
+def _serve_mock(workdir: Path) -> tuple[str, Callable[[], None]]:
+    """The mock model in a thread of its own (the harness runs the daemon as a process); its
+    stop function also stops the direct server started for it."""
+    ready = threading.Event()
+    url: list[str] = []
+    stop_event: list[asyncio.Event] = []
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        async with OpenAIChatMock() as mock:
+            url.append(mock.base_url)
+            stop_event.append(asyncio.Event())
+            ready.set()
+            await stop_event[0].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("the mock model did not start")
+    # The direct path's first server boots now, before anything is timed.
+    _DIRECT[url[0]] = _DirectServers(url[0], workdir / "direct")
+
+    def stop() -> None:
+        direct = _DIRECT.pop(url[0], None)
+        if direct is not None:
+            direct.stop()
+        loop.call_soon_threadsafe(stop_event[0].set)
+        thread.join(30)
+        loop.close()
+
+    return url[0], stop
+
+
+def _daemon_config(base_url: str, workdir: Path) -> dict[str, Any]:
+    root = workdir / "daemon"
+    return {
+        "backend": "opencode",
+        "storage": {"kind": "sqlite", "path": str(root / "tasks.sqlite3")},
+        "opencode": block(root, base_url),
+    }
+
+
+def _direct(base_url: str, workdir: Path, session: str | None) -> str:
+    """One turn straight to `opencode serve`: a new conversation on a freshly booted server
+    (booted ahead, untimed), its follow-up on the same server."""
+    servers = _DIRECT[base_url]
+    if session is None or servers.current is None:
+        return servers.fresh().turn(session)
+    session = servers.current.turn(session)
+    servers.boot_next()
+    return session
+
+
+def target() -> Any:
+    """OpenCode's `bench.turns.Target`."""
+    from bench.turns import Target  # noqa: PLC0415 - bench.turns imports this module
+
+    return Target(mock=_serve_mock, config=_daemon_config, direct=_direct)
 
 
 if __name__ == "__main__":
