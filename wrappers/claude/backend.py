@@ -18,7 +18,7 @@ import math
 import os
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
@@ -50,6 +50,7 @@ CRASHED = (
     "one and continues the session."
 )
 STDERR_LINES = 20
+COSTS_KEPT = 10_000
 
 
 class ClaudeStartError(RuntimeError):
@@ -100,6 +101,8 @@ class ClaudeBackend:
         self._stop_grace = stop_grace
         idle = config.warm_idle / 1000 if config.warm_idle else None
         self._pool = WarmPool(max_warm=config.max_warm, idle_seconds=idle)
+        self._costs: OrderedDict[str, float] = OrderedDict()
+        """Each session's cumulative cost at its last result, for the next turn's baseline."""
         self._cli: Path | None = None
         self._changed = anyio.Event()
         self._stopping = anyio.Event()
@@ -238,10 +241,19 @@ class ClaudeBackend:
             yield Failed("error", CRASHED)
 
     def _finish(self, warm: WarmClient, state: TurnState) -> None:
-        if state.cost_total is not None:
-            warm.cost_total = state.cost_total
+        self._record_cost(warm, state.cost_total)
         self._pool.release(warm)
         self._notify()
+
+    def _record_cost(self, warm: WarmClient, total: float | None) -> None:
+        if total is None:
+            return
+        warm.cost_total = total
+        if warm.session_id is not None:
+            self._costs[warm.session_id] = total
+            self._costs.move_to_end(warm.session_id)
+            while len(self._costs) > COSTS_KEPT:
+                self._costs.popitem(last=False)
 
     async def _checkout(self, turn: Turn) -> tuple[WarmClient, list[BackendEvent]]:
         """The client for this turn: the context's warm one when it holds the requested session,
@@ -294,7 +306,9 @@ class ClaudeBackend:
             ) from exc
         pid = process.find_child(marker)
         log.info("claude.started", pid=pid, resume=resume)
-        return WarmClient(key=key, client=client, pid=pid, session_id=resume)
+        # A resumed session's cost starts from its earlier total (unknown after a restart).
+        cost = self._costs.get(resume) if resume is not None else 0.0
+        return WarmClient(key=key, client=client, pid=pid, session_id=resume, cost_total=cost)
 
     async def interrupt(self, turn: Turn) -> None:
         """Stop the turn: Claude Code's own interrupt (the process stays warm for the next turn
@@ -315,8 +329,7 @@ class ClaudeBackend:
                     async for message in messages:
                         if isinstance(message, ResultMessage):
                             stopped = True
-                            if message.total_cost_usd is not None:
-                                warm.cost_total = message.total_cost_usd
+                            self._record_cost(warm, message.total_cost_usd)
             except ClaudeSDKError as exc:
                 log.warning("claude.interrupt_failed", error=type(exc).__name__, pid=warm.pid)
         if stopped:
@@ -329,6 +342,7 @@ class ClaudeBackend:
         await self._stop(warm, force=True)
 
     async def drop_session(self, session_id: str) -> None:
+        self._costs.pop(session_id, None)
         for warm in self._pool.with_session(session_id):
             if not warm.busy:
                 await self._retire(warm, "session dropped")

@@ -16,8 +16,9 @@ SSE events (text deltas); one `AssistantMessage` per content block, after that b
   also become `FileChange`. Thinking becomes `Reasoning` (the core drops it unless asked).
 - The synthetic assistant message the CLI makes for an API error carries no answer: the
   `ResultMessage` that follows fails the turn with a message a caller can act on.
-- `ResultMessage.usage` counts this turn; `total_cost_usd` counts the whole CLI process, so the
-  turn's cost is the difference from `TurnState.cost_before`.
+- `ResultMessage.usage` counts this turn; `total_cost_usd` counts the whole session (a resumed
+  session starts from its earlier total), so the turn's cost is the difference from
+  `TurnState.cost_before`, and unknown when that is.
 - Subagent traffic (`parent_tool_use_id` set) is not the turn's answer and is skipped.
 """
 
@@ -68,8 +69,8 @@ NOTEBOOK_TOOLS = {"NotebookEdit": "notebook_path"}
 class TurnState:
     """What the mapping remembers between the messages of one turn."""
 
-    cost_before: float = 0.0
-    """The CLI process's cumulative cost (USD) before this turn."""
+    cost_before: float | None = 0.0
+    """The session's cumulative cost (USD) before this turn; None when unknown."""
     session_id: str | None = None
     model: str | None = None
     streaming_message: str | None = None
@@ -83,7 +84,7 @@ class TurnState:
     """Tool calls of this turn by id: (name, input)."""
     result: ResultMessage | None = None
     cost_total: float | None = None
-    """The process's cumulative cost after this turn, once the result arrived."""
+    """The session's cumulative cost after this turn, once the result arrived."""
 
     @property
     def finished(self) -> bool:
@@ -223,7 +224,8 @@ def _file_change(
 def _result(state: TurnState, result: ResultMessage) -> tuple[TurnState, list[BackendEvent]]:
     events: list[BackendEvent] = []
     total = result.total_cost_usd
-    cost = max(0.0, total - state.cost_before) if total is not None else None
+    before = state.cost_before
+    cost = max(0.0, total - before) if total is not None and before is not None else None
     usage = result.usage or {}
     events.append(
         Usage(

@@ -23,8 +23,9 @@ class WarmClient:
     client: ClaudeSDKClient
     pid: int | None
     session_id: str | None
-    cost_total: float = 0.0
-    """The process's cumulative cost so far (the CLI reports it per process, not per turn)."""
+    cost_total: float | None = 0.0
+    """The session's cumulative cost so far (the CLI reports it per session, not per turn);
+    None when unknown (a session resumed after a restart, until its first result)."""
     task_id: str | None = None
     """The task whose turn uses the client now; None when idle."""
     prompt_sent: bool = False

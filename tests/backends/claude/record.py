@@ -200,7 +200,7 @@ async def record_all(out: Path) -> None:
     for name, frames in recordings.items():
         path = out / f"{name}.jsonl"
         path.write_text("".join(json.dumps(f, sort_keys=True) + "\n" for f in frames))
-        print(f"{path.relative_to(HERE)}: {len(frames)} frames")
+        print(f"{path}: {len(frames)} frames")
 
 
 def main() -> None:
