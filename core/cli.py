@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from core import logs, registry
+from core.server.app import backend_config
+from core.server.card import CardProvider
 from core.server.serve import serve
 from core.settings import ConfigError, json_schema, load
 
@@ -23,22 +25,36 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (overrides server.host)")
     serve.add_argument("--port", type=int, help="port to bind, 0 = any free port")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
-    check = commands.add_parser("check", help="validate a config file and its backend name")
+    check = commands.add_parser(
+        "check", help="validate a config, check the agent (binary, credentials), show the card"
+    )
     check.add_argument("config", type=Path)
     commands.add_parser("schema", help="print the JSON Schema of the config file")
     return parser
 
 
 def _check(path: Path) -> int:
+    """Validate the config, ask the backend what it can see (binary, version, working
+    directory, credentials: present or not, never their values), show the card it would serve.
+    Exit 0 when everything is fine, 1 when a check failed, 2 when the config is unusable."""
     try:
         settings = load(path)
         sys.path.insert(0, os.getcwd())
-        registry.resolve(settings.backend)
+        backend = registry.create_backend(settings.backend, backend_config(settings))
     except (ConfigError, registry.UnknownBackendError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return 2
-    print(f"{path}: ok (backend {settings.backend})")
-    return 0
+    print(f"{path}: config ok (backend {settings.backend})")
+    results = asyncio.run(backend.diagnose())
+    for item in results:
+        mark = "ok  " if item.ok else "FAIL"
+        print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
+    server = settings.server
+    base = server.public_url or f"http://{server.host}:{server.port}"
+    card = CardProvider(settings).document_for(base, strict=not settings.agent_card.v03_fields)
+    print("agent card:")
+    print(json.dumps(card, indent=2))
+    return 0 if all(item.ok for item in results) else 1
 
 
 def _announce(url: str) -> None:

@@ -7,13 +7,14 @@ Keys are camelCase; unknown keys and wrong types are errors that name the key pa
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, ValidationError
+from pydantic import Field, JsonValue, SecretStr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import (
     BaseSettings,
@@ -57,6 +58,13 @@ class ExtensionSettings(Block):
     params: dict[str, JsonValue] | None = None
 
 
+class ExtendedCardSettings(Block):
+    description: str | None = Field(default=None, description="Replaces the public description")
+    skills: list[SkillSettings] = Field(
+        default_factory=list, description="Skills shown to authenticated callers only"
+    )
+
+
 class AgentCardSettings(Block):
     name: str = "a2a-wrapper"
     description: str = "A coding agent served over A2A"
@@ -68,11 +76,28 @@ class AgentCardSettings(Block):
     default_output_modes: list[str] = Field(default_factory=lambda: ["text/plain"])
     skills: list[SkillSettings] = Field(default_factory=list)
     extensions: list[ExtensionSettings] = Field(default_factory=list)
+    extended: ExtendedCardSettings | None = Field(
+        default=None,
+        description="The extended card, served only to authenticated callers (needs "
+        "server.auth.tokens)",
+    )
     max_age: int = Field(default=300, ge=0, description="Cache-Control max-age of the card (s)")
     v03_fields: bool = Field(
         default=True,
         description="Merge the v0.3 card fields (url, preferredTransport, ...) into the v1.0 card "
         "so v0.3 clients can read it; a request with A2A-Version 1.x always gets the strict card",
+    )
+
+
+class TokenSettings(Block):
+    token: SecretStr = Field(description="A bearer token (use ${VAR}; never commit one)")
+    principal: str = Field(min_length=1, description="Who presents this token")
+
+
+class AuthSettings(Block):
+    tokens: list[TokenSettings] = Field(
+        default_factory=list,
+        description="Bearer tokens; when set, every call but the public card and health needs one",
     )
 
 
@@ -85,7 +110,36 @@ class ServerSettings(Block):
     trust_forwarded_headers: bool = Field(
         default=False, description="Honour X-Forwarded-Proto/Host when building card URLs"
     )
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    allow_unauthenticated: bool = Field(
+        default=False,
+        description="Allow a non-loopback bind without auth tokens (anyone who reaches the port "
+        "can drive the agent)",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins allowed to call from a browser; a request with any other Origin "
+        "header is refused (403)",
+    )
+    allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Host header values accepted (DNS-rebinding guard); default: loopback names "
+        "when bound to loopback, anything otherwise",
+    )
     max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    max_parts: int = Field(default=64, ge=1, description="Parts in one message at most")
+    max_file_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1, description="Bytes of one inline file part at most"
+    )
+    max_concurrent_turns: int = Field(
+        default=8, ge=1, description="Turns running at once in this daemon; others wait in order"
+    )
+    max_concurrent_turns_per_principal: int = Field(
+        default=0, ge=0, description="Turns running at once per principal; 0 = no own limit"
+    )
+    max_queued_turns: int = Field(
+        default=256, ge=0, description="Turns waiting for a slot in this daemon at most"
+    )
     sse_ping_interval: int = Field(default=15000, ge=100, description="ms")
     debug_errors: bool = False
     shutdown_timeout: int = Field(default=10000, ge=0, description="ms")
@@ -183,6 +237,27 @@ class Settings(BaseSettings):
         # init carries CLI flags merged over the file; env sits between them (see load()).
         return (init_settings,)
 
+    @model_validator(mode="after")
+    def _safe_to_serve(self) -> Settings:
+        server = self.server
+        if (
+            not server.auth.tokens
+            and not is_loopback(server.host)
+            and not server.allow_unauthenticated
+        ):
+            raise ValueError(
+                f"server.host {server.host!r} is reachable from other machines but "
+                "server.auth.tokens is empty: add a token, or set "
+                "server.allowUnauthenticated: true to accept that anyone reaching the port "
+                "can drive the agent"
+            )
+        if self.agent_card.extended is not None and not server.auth.tokens:
+            raise ValueError(
+                "agentCard.extended is served to authenticated callers only: "
+                "it needs server.auth.tokens"
+            )
+        return self
+
     def backend_block(self) -> AgentBlock | None:
         """The validated block of a built-in backend, or None for a third-party one."""
         if self.backend in BUILTIN_BLOCKS:
@@ -192,6 +267,15 @@ class Settings(BaseSettings):
 
     def backend_options(self) -> dict[str, Any]:
         return dict(self.options)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -255,7 +339,8 @@ def _describe(exc: ValidationError) -> str:
     for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"])
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"{path}: {msg}")
+        msg = msg.removeprefix("Value error, ")
+        lines.append(f"{path}: {msg}" if path else msg)
     return "; ".join(lines)
 
 

@@ -48,11 +48,13 @@ def make_client(
         *,
         store: TaskStore | None = None,
         backend_: Any = None,
+        **app_options: Any,
     ) -> Client:
         app = create_app(
             settings or make_settings(),
             backend=backend_ or backend,
             store=store or InMemoryTaskStore(),
+            **app_options,
         )
         return await aiohttp_client(app)
 

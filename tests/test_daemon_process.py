@@ -149,6 +149,8 @@ def test_check_and_schema_commands(tmp_path: Path) -> None:
         check=False,
     )
     assert ok.returncode == 0, ok.stderr
+    assert "  ok   backend: in-process, nothing to check" in ok.stdout
+    assert '"supportedInterfaces"' in ok.stdout
     bad = tmp_path / "bad.json"
     bad.write_text('{"backend": "nope"}')
     failed = subprocess.run(  # noqa: S603 - fixed argument list, no shell

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -14,9 +15,13 @@ from aiohttp import web
 from core import registry
 from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
+from core.server.auth import Authenticator
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
 from core.server.rest_common import Endpoint, rest_not_found
+from core.sessions.manager import Clock, SessionManager, system_clock
+from core.sessions.sqlite_store import SqliteSessionStore
+from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
@@ -26,6 +31,7 @@ log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
 def build_store(settings: Settings) -> TaskStore:
@@ -34,26 +40,58 @@ def build_store(settings: Settings) -> TaskStore:
     return SqliteTaskStore(settings.storage.resolved_path())
 
 
+def build_session_store(settings: Settings) -> SessionStore:
+    if settings.storage.kind == "memory":
+        return InMemorySessionStore()
+    return SqliteSessionStore(settings.storage.resolved_path())
+
+
 def create_app(
     settings: Settings,
     *,
     backend: Backend | None = None,
     store: TaskStore | None = None,
+    session_store: SessionStore | None = None,
+    clock: Clock = system_clock,
 ) -> web.Application:
-    """Build the daemon's app. `backend`/`store` default to what the settings name."""
+    """Build the daemon's app. `backend` and the stores default to what the settings name;
+    `clock` (tests) is what session expiry reads."""
+    auth = Authenticator(settings, PUBLIC_PATHS)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
-    storage = settings.storage
+    storage, session, timeouts = settings.storage, settings.session, settings.timeouts
+    agent = backend or registry.create_backend(settings.backend, backend_config(settings))
+    sessions = SessionManager(
+        session_store or build_session_store(settings),
+        agent.name,
+        agent.drop_session,
+        reuse_by_context=session.reuse_by_context,
+        ttl=timedelta(milliseconds=session.ttl) if session.ttl else None,
+        clock=clock,
+    )
     service = TaskService(
         store or build_store(settings),
-        backend or registry.create_backend(settings.backend, _backend_config(settings)),
+        agent,
+        sessions=sessions,
+        session_cleanup_interval=session.cleanup_interval / 1000,
+        max_queued_turns=session.max_queued_turns,
+        max_concurrent_turns=settings.server.max_concurrent_turns,
+        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
+        max_waiting_turns=settings.server.max_queued_turns,
+        max_parts=settings.server.max_parts,
+        max_file_bytes=settings.server.max_file_bytes,
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
+        turn_timeout=timeouts.turn / 1000 or None,
+        idle_timeout=timeouts.idle / 1000 or None,
         retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
         sweep_interval=storage.sweep_interval / 1000,
+        output_mode=settings.output.mode,
+        progress=settings.output.progress,
+        reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
     )
     app[SERVICE] = service
@@ -68,20 +106,29 @@ def create_app(
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)
-    app.router.add_get("/healthz", _health)
+    app.router.add_get("/health", _alive)
+    app.router.add_get("/ready", _ready)
+    app.router.add_get("/healthz", _ready)
     return app
 
 
-def _backend_config(settings: Settings) -> object:
+def backend_config(settings: Settings) -> object:
+    """What the backend factory takes: a built-in's validated block, else `options`."""
     block = settings.backend_block()
     return block if block is not None else settings.backend_options()
 
 
-async def _health(request: web.Request) -> web.Response:
-    """200 while the backend says it is healthy, 503 otherwise (for load balancers)."""
+async def _alive(request: web.Request) -> web.Response:
+    """The process is up and serving HTTP (liveness)."""
+    return web.json_response({"status": "ok"})
+
+
+async def _ready(request: web.Request) -> web.Response:
+    """200 when the store takes a write and the backend says it is healthy, 503 otherwise
+    (readiness, for load balancers). `/healthz` is the same check."""
     service = request.app[SERVICE]
     health = await service.health()
-    body = {"status": "ok" if health.ok else "unhealthy", "backend": service.backend_name}
+    body = {"status": "ok" if health.ok else "unavailable", "backend": service.backend_name}
     if health.detail:
         body["detail"] = health.detail
     return web.json_response(body, status=200 if health.ok else 503)
@@ -89,9 +136,27 @@ async def _health(request: web.Request) -> web.Response:
 
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
-    """Every log line of a request (and of the turns it starts) carries its request_id."""
+    """Every log line of a request (and of the turns it starts) carries its request_id; one
+    line per request says how it ended (never its body: no prompts, no tokens)."""
+    started = time.perf_counter()
+    status = 500
     with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
-        return await handler(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        else:
+            status = response.status
+            return response
+        finally:
+            log.info(
+                "http.request",
+                method=request.method,
+                path=request.path,
+                status=status,
+                ms=round((time.perf_counter() - started) * 1000, 1),
+            )
 
 
 async def _drain(app: web.Application) -> None:

@@ -6,13 +6,15 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from core.server.auth import principal
+from core.server.card import CardView
+from core.server.keys import CARD, SERVICE
 from core.tasks.service import TaskService
 from core.wire.errors import from_validation
 from core.wire.models import StreamResponse
-
-ANONYMOUS = "anonymous"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -22,6 +24,12 @@ class Call:
     service: TaskService
     principal: str
     params: dict[str, Any]
+    card: CardView
+
+
+def call_for(request: web.Request, params: dict[str, Any]) -> Call:
+    """The handler's view of a request: the service, the caller, the params, the cards."""
+    return Call(request.app[SERVICE], principal(request), params, request.app[CARD].view(request))
 
 
 @dataclass(frozen=True)

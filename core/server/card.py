@@ -7,6 +7,7 @@ any address advertises an address that works. Caching: Cache-Control max-age, a 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
@@ -16,7 +17,7 @@ from aiohttp import web
 from core.server.negotiation import request_version
 from core.settings import Settings
 from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag
-from core.wire.errors import VersionNotSupportedError
+from core.wire.errors import ExtendedAgentCardNotConfiguredError, VersionNotSupportedError
 
 # First entry preferred. v0.3 shares the URLs: JSON-RPC tells dialects apart by method name,
 # and v0.3 REST clients add `/v1/...` to the base themselves.
@@ -33,6 +34,41 @@ def _asks_for_v1(request: web.Request) -> bool:
         return request_version(request)[0] >= 1
     except VersionNotSupportedError:
         return False
+
+
+BEARER = "bearer"
+
+
+def _security(settings: Settings) -> dict[str, Any]:
+    """The card's security fields when tokens are configured: the v1.0 scheme wrapper and
+    requirement; the v0.3 `type`-style keys are merged in for the non-strict card."""
+    if not settings.server.auth.tokens:
+        return {}
+    return {
+        "securitySchemes": {BEARER: {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+        "securityRequirements": [{"schemes": {BEARER: {}}}],
+    }
+
+
+def _v03_security(doc: dict[str, Any]) -> None:
+    if "securitySchemes" not in doc:
+        return
+    for scheme in doc["securitySchemes"].values():
+        http = scheme.get("httpAuthSecurityScheme")
+        if http is not None:
+            scheme.update({"type": "http", "scheme": http["scheme"]})
+    doc["security"] = [{name: []} for name in doc["securitySchemes"]]
+
+
+@dataclass(frozen=True)
+class CardView:
+    """The cards as seen from one request (its base URL)."""
+
+    provider: CardProvider
+    base_url: str
+
+    def extended(self, *, strict: bool) -> dict[str, Any]:
+        return self.provider.extended_for(self.base_url, strict=strict)
 
 
 class CardProvider:
@@ -68,16 +104,44 @@ class CardProvider:
         """The merged card for both generations, or the strict v1.0 card when the settings
         say so or the request itself declares A2A-Version 1.x (v1.0 schemas are closed)."""
         strict = not self._settings.agent_card.v03_fields or _asks_for_v1(request)
-        return card_document(
-            self._card,
-            self.base_url(request),
+        return self.document_for(self.base_url(request), strict=strict)
+
+    def view(self, request: web.Request) -> CardView:
+        return CardView(self, self.base_url(request))
+
+    def document_for(
+        self, base_url: str, *, strict: bool, card: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The card as served at `base_url` (also what `a2a-wrapper card` shows)."""
+        doc = card_document(
+            card or self._card,
+            base_url,
             INTERFACES,
             v03_fields=not strict,
             streaming=True,
             push_notifications=False,
-            extended_card=False,
+            extended_card=self._settings.agent_card.extended is not None,
             extensions=self._extensions,
         )
+        doc.update(_security(self._settings))
+        if not strict:
+            _v03_security(doc)
+        return doc
+
+    def extended_for(self, base_url: str, *, strict: bool) -> dict[str, Any]:
+        """The extended card (public card plus the extended skills); callers reach it only
+        authenticated, since the auth middleware guards every protocol route."""
+        extended = self._settings.agent_card.extended
+        if extended is None:
+            raise ExtendedAgentCardNotConfiguredError
+        card = dict(self._card)
+        if extended.description:
+            card["description"] = extended.description
+        card["skills"] = [
+            *card["skills"],
+            *(s.model_dump(mode="json", by_alias=True) for s in extended.skills),
+        ]
+        return self.document_for(base_url, strict=strict, card=card)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         doc = self.document(request)

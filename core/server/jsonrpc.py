@@ -17,9 +17,9 @@ from aiohttp import web
 
 from core.server import rpc_v03, rpc_v1
 from core.server.body import read_json_body
-from core.server.calls import ANONYMOUS, Call, Streaming
+from core.server.calls import Streaming, call_for
 from core.server.errors import as_daemon_error
-from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.keys import CARD, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
 from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
@@ -77,7 +77,7 @@ async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> 
         raise MethodNotFoundError(f"Method not found: {rpc.method}")
     require(request_version(request), V0_3 if dialect == "0.3" else V1_0)
     check_extensions(request, request.app[CARD].required_extensions)
-    return await handler(Call(request.app[SERVICE], ANONYMOUS, rpc.params))
+    return await handler(call_for(request, rpc.params))
 
 
 def _error_frame(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> bytes:

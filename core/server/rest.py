@@ -15,7 +15,6 @@ from core.server.rest_common import (
     query_int,
     route,
 )
-from core.wire.errors import ExtendedAgentCardNotConfiguredError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -78,7 +77,7 @@ async def subscribe(request: web.Request, call: Call) -> RestResult:
 
 
 async def extended_card(request: web.Request, call: Call) -> RestResult:
-    raise ExtendedAgentCardNotConfiguredError
+    return call.card.extended(strict=True)
 
 
 ROUTES = [

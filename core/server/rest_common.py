@@ -13,9 +13,9 @@ from typing import Any
 from aiohttp import web
 
 from core.server.body import read_json_body
-from core.server.calls import ANONYMOUS, Call
+from core.server.calls import Call, call_for
 from core.server.errors import as_daemon_error
-from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.keys import CARD, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
 from core.wire.errors import (
@@ -96,7 +96,7 @@ def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> En
         try:
             require(request_version(request), version)
             check_extensions(request, request.app[CARD].required_extensions)
-            result = await handler(request, Call(request.app[SERVICE], ANONYMOUS, {}))
+            result = await handler(request, call_for(request, {}))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
             return error_response(as_daemon_error(exc, debug=debug), legacy=legacy)
         if isinstance(result, dict | list):

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from core.server.calls import Call, encoded, parse
-from core.server.keys import CARD
+from core.server.keys import CARD, SETTINGS
 from core.server.rest_common import (
     REST_PREFIX,
     RestResult,
@@ -88,7 +88,10 @@ async def subscribe(request: web.Request, call: Call) -> RestResult:
 
 
 async def card(request: web.Request, call: Call) -> RestResult:
-    return request.app[CARD].document(request)
+    """`GET /v1/card`: the authenticated extended card, or the public one without it."""
+    if request.app[SETTINGS].agent_card.extended is None:
+        return request.app[CARD].document(request)
+    return call.card.extended(strict=False)
 
 
 ROUTES = [

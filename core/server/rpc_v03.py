@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from core.server.calls import Call, Streaming, encoded, parse
-from core.server.rpc_v1 import Handler, Result, extended_card, push_not_supported
+from core.server.rpc_v1 import Handler, Result, extended_card_v03, push_not_supported
 from core.wire import v03
 from core.wire.models import (
     CancelTaskRequest,
@@ -67,5 +67,5 @@ METHODS: dict[str, Handler] = {
     "tasks/pushNotificationConfig/get": push_not_supported,
     "tasks/pushNotificationConfig/list": push_not_supported,
     "tasks/pushNotificationConfig/delete": push_not_supported,
-    "agent/getAuthenticatedExtendedCard": extended_card,
+    "agent/getAuthenticatedExtendedCard": extended_card_v03,
 }

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.server.calls import Call, Streaming, encoded, parse
-from core.wire.errors import ExtendedAgentCardNotConfiguredError, PushNotificationNotSupportedError
+from core.wire.errors import PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -62,7 +62,11 @@ async def push_not_supported(call: Call) -> Result:
 
 
 async def extended_card(call: Call) -> Result:
-    raise ExtendedAgentCardNotConfiguredError
+    return call.card.extended(strict=True)
+
+
+async def extended_card_v03(call: Call) -> Result:
+    return call.card.extended(strict=False)
 
 
 METHODS: dict[str, Handler] = {

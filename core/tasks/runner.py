@@ -1,15 +1,20 @@
 """Drives one backend turn and maps each BackendEvent onto the task.
 
 The mapping (DESIGN.md §3, §5): text becomes one response artifact at the end of the turn
-(`output.mode = final`) plus the completed status message; progress notes, tool calls and file
-changes become WORKING status updates; NeedsInput interrupts the task; Failed ends it.
+(`output.mode = final`), or streams into it as chunks (`stream`), plus the completed status
+message; progress notes, tool calls and file changes become WORKING status updates;
+NeedsInput interrupts the task; Failed ends it. `idle` bounds the wait for each event.
 """
 
 from __future__ import annotations
 
+import math
 import uuid
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
+import anyio
 import structlog
 
 from core.backend import (
@@ -41,54 +46,124 @@ WRAPPER_METADATA_KEY = "a2aWrapper"
 
 _FAILED_STATE = {"rejected": TaskState.REJECTED}
 
+OutputMode = Literal["final", "stream"]
+SessionCallback = Callable[[str], Awaitable[None]]
+
+
+class IdleTimeoutError(Exception):
+    """The backend produced no event within the idle timeout."""
+
+
+@dataclass
+class _Answer:
+    """The turn's text so far, and (in stream mode) the chunk held back so the last one can
+    carry `lastChunk`."""
+
+    texts: list[str] = field(default_factory=list)
+    deltas: list[str] = field(default_factory=list)
+    artifact_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    held: str | None = None
+    chunks: int = 0
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts) if self.texts else "".join(self.deltas)
+
+
+async def _next_event(events: AsyncIterator[BackendEvent], idle: float) -> BackendEvent | None:
+    """The next event, None at the end of the turn; IdleTimeoutError after `idle` s of silence."""
+    with anyio.move_on_after(idle) as scope:
+        try:
+            return await anext(events)
+        except StopAsyncIteration:
+            return None
+    if scope.cancelled_caught:
+        raise IdleTimeoutError
+    return None  # pragma: no cover - move_on_after either returns above or is cancelled
+
 
 class TurnRunner:
-    def __init__(self, backend: Backend, *, progress: bool = True) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        progress: bool = True,
+        reasoning: bool = False,
+        output_mode: OutputMode = "final",
+        idle_timeout: float | None = None,
+    ) -> None:
         self._backend = backend
         self._progress = progress
+        self._reasoning = reasoning
+        self._stream = output_mode == "stream"
+        self._idle = idle_timeout if idle_timeout else math.inf
 
-    async def run(self, run: TaskRun, turn: Turn) -> None:
-        """Run `turn` to its end state. Cancellation propagates; the caller finalises."""
-        texts: list[str] = []
-        deltas: list[str] = []
+    async def run(
+        self, run: TaskRun, turn: Turn, on_session: SessionCallback | None = None
+    ) -> None:
+        """Run `turn` to its end state. Cancellation propagates; the caller finalises.
+
+        `on_session` is awaited with the id of every SessionBound event before anything else
+        happens, so the mapping is stored even if the turn crashes later."""
+        answer = _Answer()
         events = self._backend.run_turn(turn)
         try:
-            async for event in events:
+            while (event := await _next_event(events, self._idle)) is not None:
                 if isinstance(event, DirectReply) and run.first_turn and not run.announced:
                     await self._direct_reply(run, event)
                     return
-                if await self._apply(run, event, texts, deltas):
+                if isinstance(event, SessionBound) and on_session is not None:
+                    await on_session(event.session_id)
+                if answer.held is not None and not isinstance(event, Text | TextDelta):
+                    # Anything else happening (a tool call, say) may take long: send the
+                    # chunk held back now.
+                    self._flush(run, answer, last_chunk=False)
+                if await self._apply(run, event, answer):
                     return
         finally:
             # A turn that ends early closes the backend's generator now, not at GC time, so
             # its own cleanup (processes, sessions) runs in order.
             close = getattr(events, "aclose", None)
             if close is not None:
-                await close()
-        answer = "".join(texts) if texts else "".join(deltas)
+                with anyio.CancelScope(shield=True):
+                    await close()
+        text = answer.text
         message = None
-        if answer:
-            parts = [Part(text=answer)]
+        if self._stream and (answer.chunks or answer.held is not None):
+            self._flush(run, answer, last_chunk=True)
+        elif text:
             run.add_artifact(
-                Artifact(artifact_id=str(uuid.uuid4()), name="response", parts=parts),
+                Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
                 append=False,
                 last_chunk=True,
             )
-            message = agent_message(run.task, parts)
+        if text:
+            message = agent_message(run.task, [Part(text=text)])
         await run.set_status(TaskState.COMPLETED, message)
 
-    async def _apply(
-        self, run: TaskRun, event: BackendEvent, texts: list[str], deltas: list[str]
-    ) -> bool:
+    def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
+        """Stream mode: send the held chunk, hold this one (the last one carries lastChunk)."""
+        if answer.held is not None:
+            self._flush(run, answer, last_chunk=False)
+        answer.held = text
+
+    def _flush(self, run: TaskRun, answer: _Answer, *, last_chunk: bool) -> None:
+        text, answer.held = answer.held or "", None
+        run.add_artifact(
+            Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
+            append=answer.chunks > 0,
+            last_chunk=last_chunk,
+        )
+        answer.chunks += 1
+
+    async def _apply(self, run: TaskRun, event: BackendEvent, answer: _Answer) -> bool:
         """Apply one event; True when it ended the turn."""
+        if isinstance(event, Text | TextDelta):
+            await self._text(run, answer, event)
+            return False
         match event:
-            case Text(text=text):
-                texts.append(text)
-            case TextDelta(text=text):
-                await self._working(run)
-                deltas.append(text)
             case SessionBound(session_id=session_id):
-                self._metadata(run)["sessionId"] = session_id
+                self.record_session(run, session_id)
             case Usage():
                 self._metadata(run)["usage"] = {
                     "inputTokens": event.input_tokens,
@@ -99,7 +174,11 @@ class TurnRunner:
             case Progress(text=text):
                 await self._working(run)
                 run.progress(text)
-            case ToolCall() | ToolResult() | FileChange() | Reasoning():
+            case Reasoning(text=text):
+                await self._working(run)
+                if self._reasoning and text:
+                    run.progress(text)
+            case ToolCall() | ToolResult() | FileChange():
                 await self._working(run)
                 note = _describe(event)
                 if self._progress and note:
@@ -130,6 +209,16 @@ class TurnRunner:
                 return True
         return False
 
+    async def _text(self, run: TaskRun, answer: _Answer, event: Text | TextDelta) -> None:
+        if isinstance(event, Text):
+            answer.texts.append(event.text)
+        else:
+            answer.deltas.append(event.text)
+        if isinstance(event, TextDelta) or self._stream:
+            await self._working(run)
+        if self._stream:
+            self._chunk(run, answer, event.text)
+
     async def _working(self, run: TaskRun) -> None:
         if run.task.status.state != TaskState.WORKING:
             await run.set_status(TaskState.WORKING)
@@ -145,6 +234,20 @@ class TurnRunner:
         run.broker.publish(StreamResponse(message=run.reply))
         run.broker.close()
 
+    def record_session(self, run: TaskRun, session_id: str | None) -> None:
+        """Put the session serving the task, and how to open it in a terminal, into its
+        metadata."""
+        section = self._metadata(run)
+        section["sessionId"] = session_id
+        section.pop("resumeCommand", None)
+        command = self._backend.resume_command(session_id) if session_id else None
+        if command:
+            section["resumeCommand"] = command
+
+    def metadata(self, run: TaskRun) -> dict[str, Any]:
+        """The task's `a2aWrapper` metadata section (created on first use)."""
+        return self._metadata(run)
+
     def _metadata(self, run: TaskRun) -> dict[str, Any]:
         metadata = dict(run.task.metadata or {})
         wrapper = metadata.get(WRAPPER_METADATA_KEY)
@@ -155,7 +258,7 @@ class TurnRunner:
         return section
 
 
-def _describe(event: ToolCall | ToolResult | FileChange | Reasoning) -> str:
+def _describe(event: ToolCall | ToolResult | FileChange) -> str:
     match event:
         case ToolCall(name=name):
             return f"Running tool {name}"

@@ -9,9 +9,11 @@ group, not in the request).
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta
 
 import anyio
@@ -19,11 +21,14 @@ import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Backend, Health, Turn
+from core.sessions.manager import Lease, SessionManager
+from core.sessions.store import InMemorySessionStore
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
 from core.tasks.lanes import Lane, TurnLanes
+from core.tasks.limits import TurnSlots, check_message
 from core.tasks.run import TaskRun, agent_message
-from core.tasks.runner import WRAPPER_METADATA_KEY, TurnRunner
+from core.tasks.runner import WRAPPER_METADATA_KEY, IdleTimeoutError, OutputMode, TurnRunner
 from core.tasks.store import TaskQuery, TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
@@ -51,6 +56,20 @@ log = structlog.get_logger(__name__)
 
 RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; send it again."
 SHUTDOWN_REASON = "The a2a-wrapper daemon shut down while this task was running."
+
+
+def _turn_timeout_reason(seconds: float) -> str:
+    return (
+        f"The turn took longer than timeouts.turn ({seconds:g} s); the agent was stopped. "
+        "Send a narrower request, or raise timeouts.turn."
+    )
+
+
+def _idle_timeout_reason(seconds: float) -> str:
+    return (
+        f"The agent sent nothing for timeouts.idle ({seconds:g} s); it was stopped. "
+        "Its model endpoint may be unreachable or stalled."
+    )
 
 
 def apply_history_length(task: Task, history_length: int | None) -> Task:
@@ -110,18 +129,47 @@ class TaskService:
         store: TaskStore,
         backend: Backend,
         *,
+        sessions: SessionManager | None = None,
+        session_cleanup_interval: float = 0.0,
         max_queued_turns: int = 16,
+        max_concurrent_turns: int = 8,
+        max_concurrent_turns_per_principal: int = 0,
+        max_waiting_turns: int = 256,
+        max_parts: int = 64,
+        max_file_bytes: int = 8 * 1024 * 1024,
         cancel_timeout: float = 10.0,
         shutdown_timeout: float = 10.0,
+        turn_timeout: float | None = None,
+        idle_timeout: float | None = None,
         retention: timedelta | None = None,
         sweep_interval: float = 3600.0,
+        output_mode: OutputMode = "final",
         progress: bool = True,
+        reasoning: bool = False,
         debug_errors: bool = False,
     ) -> None:
         self._store = store
         self._backend = backend
-        self._runner = TurnRunner(backend, progress=progress)
+        self._sessions = sessions or SessionManager(
+            InMemorySessionStore(), backend.name, backend.drop_session
+        )
+        self._session_cleanup_interval = session_cleanup_interval
+        self._sweeping_sessions = False
+        self._runner = TurnRunner(
+            backend,
+            progress=progress,
+            reasoning=reasoning,
+            output_mode=output_mode,
+            idle_timeout=idle_timeout,
+        )
+        self._turn_timeout = turn_timeout
+        self._idle_timeout = idle_timeout
         self._lanes = TurnLanes(max_queued_turns)
+        self._slots = TurnSlots(
+            max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
+        )
+        self._max_parts = max_parts
+        self._max_file_bytes = max_file_bytes
         self._live: dict[str, TaskRun] = {}
         self._tg: TaskGroup | None = None
         self._cancel_timeout = cancel_timeout
@@ -134,30 +182,61 @@ class TaskService:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskService]:
-        """Open the store, reconcile, start the backend; on exit stop every turn, then close."""
+        """Open the stores, reconcile, start the backend; on exit stop every turn, then close
+        in reverse order."""
         await self._store.open()
         try:
-            failed = await self._store.fail_unfinished(RESTART_REASON)
-            if failed:
-                log.warning("tasks.reconciled", failed=failed)
-            await self._backend.start()
+            await self._sessions.store.open()
             try:
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    if self._retention is not None:
-                        await self._sweep_once()
-                        if self._sweep_interval > 0:
-                            tg.start_soon(self._sweep_forever)
-                    try:
-                        yield self
-                    finally:
-                        await self.drain()
-                        tg.cancel_scope.cancel()
+                failed = await self._store.fail_unfinished(RESTART_REASON)
+                if failed:
+                    log.warning("tasks.reconciled", failed=failed)
+                await self._backend.start()
+                try:
+                    async with anyio.create_task_group() as tg:
+                        self._tg = tg
+                        await self._start_sweeps(tg)
+                        try:
+                            yield self
+                        finally:
+                            await self.drain()
+                            tg.cancel_scope.cancel()
+                finally:
+                    self._tg = None
+                    self._sweeping_sessions = False
+                    await self._backend.aclose()
             finally:
-                self._tg = None
-                await self._backend.aclose()
+                await self._sessions.store.close()
         finally:
             await self._store.close()
+
+    async def _start_sweeps(self, tg: TaskGroup) -> None:
+        if self._retention is not None:
+            await self._sweep_once()
+            if self._sweep_interval > 0:
+                tg.start_soon(self._sweep_forever)
+        if self._sessions.expires and self._session_cleanup_interval > 0:
+            self._sweeping_sessions = True
+            tg.start_soon(self._sweep_sessions_forever)
+
+    @property
+    def sessions(self) -> SessionManager:
+        return self._sessions
+
+    @property
+    def sweeping_sessions(self) -> bool:
+        """True while the background session sweep runs (ttl > 0 and cleanupInterval > 0)."""
+        return self._sweeping_sessions
+
+    async def _sweep_sessions_forever(self) -> None:
+        while True:
+            await anyio.sleep(self._session_cleanup_interval)
+            try:
+                removed = await self._sessions.sweep()
+            except Exception:
+                log.exception("sessions.sweep_failed")
+            else:
+                log.info("sessions.swept", removed=removed)
 
     async def drain(self) -> None:
         """Before shutdown: fail every running or queued turn with the shutdown reason (waiting
@@ -202,6 +281,12 @@ class TaskService:
                 log.exception("tasks.sweep_failed")
 
     async def health(self) -> Health:
+        """Ready to work: the task store takes a write and the backend is healthy."""
+        try:
+            await self._store.probe()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
+            log.warning("store.not_writable", error=type(exc).__name__)
+            return Health(ok=False, detail=f"task store is not writable: {type(exc).__name__}")
         return await self._backend.health()
 
     @property
@@ -311,6 +396,7 @@ class TaskService:
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
         before anything is stored.
         """
+        check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
         if message.task_id:
             task = await self._load(principal, message.task_id)
             run = self._continuable(principal, task, message)
@@ -327,6 +413,11 @@ class TaskService:
             )
             run = TaskRun(principal, task, self._store)
         lane = self._lanes.reserve(principal, run.task.context_id)
+        try:
+            self._slots.admit()
+        except BaseException:
+            self._lanes.leave(principal, run.task.context_id, lane)
+            raise
         run.running = True
         run.finished = anyio.Event()
         self._live[run.task.id] = run
@@ -337,6 +428,7 @@ class TaskService:
             await self._store.save(principal, run.task)
         except BaseException:
             self._lanes.leave(principal, run.task.context_id, lane)
+            self._slots.withdraw()
             run.running = False
             self._release(run)
             raise
@@ -366,14 +458,12 @@ class TaskService:
             # Queued behind another turn: show the task now rather than after that turn.
             run.announce()
         message = request.message
-        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
-        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
         turn = Turn(
             principal=run.principal,
             context_id=run.task.context_id,
             task_id=run.task.id,
             message_id=message.message_id,
-            session_id=session if isinstance(session, str) else None,
+            session_id=None,
             parts=tuple(part_to_content(p) for p in message.parts),
             metadata=dict(request.metadata or {}),
         )
@@ -382,13 +472,19 @@ class TaskService:
     async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
         """One turn, in the service's task group. Whatever goes wrong (the backend, even the
         store) ends this turn only, never the service."""
+        waiting = True
         try:
             async with self._lanes.turn(run.principal, run.task.context_id, lane):
                 if not run.task.status.state.terminal:
-                    await self._run_turn(run, turn)
+                    async with self._slots.turn(run.principal):
+                        waiting = False
+                        if not run.task.status.state.terminal:
+                            await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            if waiting:
+                self._slots.withdraw()
             run.running = False
             run.finished.set()
             if run.task.status.state.terminal or run.reply is not None:
@@ -396,28 +492,75 @@ class TaskService:
             self._release(run)
 
     async def _run_turn(self, run: TaskRun, turn: Turn) -> None:
+        """Resolve the context's session, run the turn under its deadlines, and make sure the
+        agent stopped when the turn was cut short (cancel, deadline, shutdown).
+
+        `run.scope` is set before the first await, so a cancel or shutdown that arrives while
+        the session is being resolved stops this turn instead of racing it."""
+        timed_out: str | None = None
+        started: Turn | None = None
         with anyio.CancelScope() as scope:
             run.scope = scope
+            lease = await self._sessions.begin(
+                run.principal, run.task.context_id, task_session=self._task_session(run)
+            )
             try:
-                await self._runner.run(run, turn)
-            except Exception as exc:
-                error_id = uuid.uuid4().hex[:12]
-                log.exception(
-                    "turn.failed",
-                    error_id=error_id,
-                    task_id=run.task.id,
-                    backend=self._backend.name,
+                self._record_lease(run, lease)
+                deadline = (
+                    utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
                 )
-                detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
-                text = f"The agent failed (error id {error_id}){detail}"
-                await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+                started = replace(turn, session_id=lease.session_id, deadline=deadline)
+                timed_out = await self._run_bounded(run, started, lease)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._sessions.end(lease)
         run.scope = None
-        if scope.cancelled_caught:
+        if timed_out is not None:
+            log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
+            run.stop_reason = run.stop_reason or timed_out
+        if scope.cancelled_caught or timed_out is not None:
             # The consumer is gone; now make sure the agent itself stops.
             with anyio.move_on_after(self._cancel_timeout, shield=True):
-                await self._backend.interrupt(turn)
+                if started is not None:
+                    await self._backend.interrupt(started)
                 if not run.task.status.state.terminal:
                     await self._finish_stopped(run)
+
+    def _task_session(self, run: TaskRun) -> str | None:
+        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
+        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
+        return session if isinstance(session, str) else None
+
+    def _record_lease(self, run: TaskRun, lease: Lease) -> None:
+        self._runner.record_session(run, lease.session_id)
+        section = self._runner.metadata(run)
+        section["newSession"] = lease.new_session
+        section["expiredSession"] = lease.expired_session
+
+    async def _run_bounded(self, run: TaskRun, turn: Turn, lease: Lease) -> str | None:
+        """Run the turn; returns the reason when a deadline cut it short. Any other failure
+        of the turn fails the task with an opaque error id."""
+
+        async def on_session(session_id: str) -> None:
+            await self._sessions.bound(lease, session_id)
+
+        try:
+            with anyio.move_on_after(self._turn_timeout or math.inf) as deadline:
+                await self._runner.run(run, turn, on_session)
+        except IdleTimeoutError:
+            return _idle_timeout_reason(self._idle_timeout or 0)
+        except Exception as exc:
+            error_id = uuid.uuid4().hex[:12]
+            log.exception(
+                "turn.failed", error_id=error_id, task_id=run.task.id, backend=self._backend.name
+            )
+            detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
+            text = f"The agent failed (error id {error_id}){detail}"
+            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+            return None
+        if deadline.cancelled_caught:
+            return _turn_timeout_reason(self._turn_timeout or 0)
+        return None
 
     async def _finish_stopped(self, run: TaskRun) -> None:
         if run.stop_reason is None:

@@ -1,20 +1,12 @@
-"""SQLite task store: one file, WAL journal, every call on a worker thread.
-
-Calls are serialised through a capacity limiter of one, so the single connection is never used
-by two threads at once and the event loop never waits on disk.
-"""
+"""SQLite task store: one file, WAL journal, every call on a worker thread (`SqliteDatabase`)."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
 
-import anyio
-import anyio.to_thread
-
+from core.sqlite_db import SqliteDatabase
 from core.tasks.store import (
     ACTIVE_STATES,
     TaskPage,
@@ -26,8 +18,6 @@ from core.tasks.store import (
 )
 from core.wire.base import format_timestamp
 from core.wire.models import Task
-
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -46,37 +36,20 @@ CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
 
 class SqliteTaskStore:
     def __init__(self, path: Path) -> None:
-        self._path = path
-        self._conn: sqlite3.Connection | None = None
-        self._limiter = anyio.CapacityLimiter(1)
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self._conn
-        if conn is None:
-            raise RuntimeError("task store is not open")
-
-        def call() -> T:
-            with conn:
-                return fn(conn)
-
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+        self._db = SqliteDatabase(path, _SCHEMA, "task store")
 
     async def open(self) -> None:
-        def connect() -> sqlite3.Connection:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.isolation_level = "DEFERRED"
-            return conn
-
-        self._conn = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+        await self._db.open()
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+        await self._db.close()
+
+    async def probe(self) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            # Takes the write lock and leaves nothing behind.
+            conn.execute("DELETE FROM tasks WHERE principal = '' AND id = ''")
+
+        await self._db.run(write)
 
     async def save(self, principal: str, task: Task) -> None:
         row = (
@@ -87,12 +60,12 @@ class SqliteTaskStore:
             sort_key(task)[0],
             task.model_dump_json(by_alias=True, exclude_none=True),
         )
-        await self._run(
+        await self._db.run(
             lambda c: c.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
         )
 
     async def get(self, principal: str, task_id: str) -> Task | None:
-        row = await self._run(
+        row = await self._db.run(
             lambda c: c.execute(
                 "SELECT body FROM tasks WHERE principal = ? AND id = ?", (principal, task_id)
             ).fetchone()
@@ -100,7 +73,7 @@ class SqliteTaskStore:
         return Task.model_validate_json(row[0]) if row else None
 
     async def delete(self, principal: str, task_id: str) -> None:
-        await self._run(
+        await self._db.run(
             lambda c: c.execute(
                 "DELETE FROM tasks WHERE principal = ? AND id = ?", (principal, task_id)
             )
@@ -134,7 +107,7 @@ class SqliteTaskStore:
             ).fetchall()
             return total, [r[0] for r in rows]
 
-        total, bodies = await self._run(read)
+        total, bodies = await self._db.run(read)
         tasks = [Task.model_validate_json(b) for b in bodies]
         more = len(tasks) > query.page_size
         tasks = tasks[: query.page_size]
@@ -163,7 +136,7 @@ class SqliteTaskStore:
                 )
             return len(rows)
 
-        return await self._run(reconcile)
+        return await self._db.run(reconcile)
 
     async def purge_terminal(self, before: datetime) -> int:
         terminal = (
@@ -173,7 +146,7 @@ class SqliteTaskStore:
             "TASK_STATE_REJECTED",
         )
         cutoff = format_timestamp(before)
-        return await self._run(
+        return await self._db.run(
             lambda c: (
                 c.execute(
                     "DELETE FROM tasks WHERE state IN (?, ?, ?, ?) AND status_ts < ?",

@@ -45,6 +45,10 @@ class TaskStore(Protocol):
 
     async def close(self) -> None: ...
 
+    async def probe(self) -> None:
+        """Raise unless the store can take a write now (readiness)."""
+        ...
+
     async def save(self, principal: str, task: Task) -> None:
         """Insert or replace the snapshot of `task`."""
 
@@ -107,6 +111,9 @@ class InMemoryTaskStore:
         return None
 
     async def close(self) -> None:
+        return None
+
+    async def probe(self) -> None:
         return None
 
     async def save(self, principal: str, task: Task) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import Client
 from tests.support.scripted import ScriptedBackend
-from tests.support.wire import Normalizer, call, rpc, sse_events
+from tests.support.wire import SCRIPTED_METADATA, Normalizer, call, rpc, sse_events
 
 V03: dict[str, str] = {}
 
@@ -65,7 +65,7 @@ async def test_message_send_returns_bare_task(client: Client) -> None:
                     "taskId": "<id1>",
                 }
             ],
-            "metadata": {"a2aWrapper": {"backend": "scripted", "sessionId": "<id6>"}},
+            "metadata": SCRIPTED_METADATA,
         },
     }
 

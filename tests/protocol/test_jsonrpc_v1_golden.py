@@ -10,7 +10,15 @@ from typing import Any
 
 from tests.conftest import Client
 from tests.support.scripted import ScriptedBackend
-from tests.support.wire import V1, Normalizer, call, rpc, sse_events, user_message
+from tests.support.wire import (
+    SCRIPTED_METADATA,
+    V1,
+    Normalizer,
+    call,
+    rpc,
+    sse_events,
+    user_message,
+)
 
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
@@ -53,7 +61,7 @@ async def test_send_message_blocking_returns_completed_task(client: Client) -> N
                         "parts": [{"text": "echo: hello"}],
                     }
                 ],
-                "metadata": {"a2aWrapper": {"backend": "scripted", "sessionId": "<id6>"}},
+                "metadata": SCRIPTED_METADATA,
             }
         },
     }

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import Client
 from tests.protocol.test_rest_v1 import json_of
 from tests.support.scripted import ScriptedBackend
-from tests.support.wire import Normalizer, sse_events
+from tests.support.wire import SCRIPTED_METADATA, Normalizer, sse_events
 
 BASE = "/a2a/rest/v1"
 
@@ -54,7 +54,7 @@ async def test_send_proto_shape(client: Client) -> None:
                     "content": [{"text": "echo: hi"}],
                 }
             ],
-            "metadata": {"a2aWrapper": {"backend": "scripted", "sessionId": "<id6>"}},
+            "metadata": SCRIPTED_METADATA,
         }
     }
 

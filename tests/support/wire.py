@@ -11,6 +11,15 @@ from aiohttp.test_utils import TestClient
 
 V1 = {"A2A-Version": "1.0"}
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+# What the scripted backend leaves in a first turn's task metadata (after normalising ids).
+SCRIPTED_METADATA = {
+    "a2aWrapper": {
+        "backend": "scripted",
+        "sessionId": "<id6>",
+        "newSession": True,
+        "expiredSession": False,
+    }
+}
 _ID_KEYS = {"id", "taskId", "contextId", "artifactId", "messageId", "sessionId"}
 
 

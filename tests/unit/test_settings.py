@@ -37,7 +37,10 @@ def test_backend_is_required() -> None:
 def test_precedence_is_defaults_then_file_then_env_then_overrides(tmp_path: Path) -> None:
     path = write_config(
         tmp_path,
-        {"backend": BACKEND, "server": {"host": "0.0.0.0", "port": 1}},  # noqa: S104 - config data
+        {
+            "backend": BACKEND,
+            "server": {"host": "0.0.0.0", "port": 1, "allowUnauthenticated": True},  # noqa: S104 - config data
+        },
     )
     env = {"A2A_WRAPPER__SERVER__PORT": "7"}
 
@@ -74,12 +77,19 @@ def test_env_names_nested_snake_case_keys_and_parses_json_values() -> None:
 
 
 def test_variables_are_substituted_in_file_strings(tmp_path: Path) -> None:
-    environ = {"A2A_TEST_HOST": "10.1.2.3", "A2A_TEST_ORG": "Example Org"}
+    environ = {
+        "A2A_TEST_HOST": "10.1.2.3",
+        "A2A_TEST_ORG": "Example Org",
+        "A2A_TEST_TOKEN": "s3cret",
+    }
     path = write_config(
         tmp_path,
         {
             "backend": BACKEND,
-            "server": {"host": "${A2A_TEST_HOST}"},
+            "server": {
+                "host": "${A2A_TEST_HOST}",
+                "auth": {"tokens": [{"token": "${A2A_TEST_TOKEN}", "principal": "ops"}]},
+            },
             "agentCard": {
                 "name": "agent-${A2A_TEST_UNSET:-fallback}",
                 "description": "${A2A_TEST_UNSET:-}",
@@ -92,6 +102,8 @@ def test_variables_are_substituted_in_file_strings(tmp_path: Path) -> None:
     settings = load(path, environ=environ)
 
     assert settings.server.host == "10.1.2.3"
+    assert settings.server.auth.tokens[0].token.get_secret_value() == "s3cret"
+    assert "s3cret" not in repr(settings)
     assert settings.agent_card.name == "agent-fallback"
     assert settings.agent_card.description == ""
     assert settings.agent_card.provider is not None

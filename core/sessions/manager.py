@@ -1,0 +1,157 @@
+"""Which backend session serves a turn: get-or-create per (principal, contextId), with TTL.
+
+One rule (`policy.is_expired`) decides expiry for both the lookup and the sweep. A context
+with a turn in flight is never expired: the lookup happens when the turn starts (inside the
+context's lane), and the sweep skips busy contexts, so a session that comes due mid-turn
+expires after that turn.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import structlog
+
+from core.sessions.policy import expiry_cutoff, is_expired
+from core.sessions.store import SessionRecord, SessionStore
+
+log = structlog.get_logger(__name__)
+
+Clock = Callable[[], datetime]
+Dropper = Callable[[str], Awaitable[None]]
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Lease:
+    """The session of one turn. `session_id` is what to resume (None = start a new one)."""
+
+    principal: str
+    context_id: str
+    session_id: str | None
+    new_session: bool
+    expired_session: bool = False
+    # False in stateless mode (reuseByContext off): the mapping is never stored.
+    persist: bool = True
+
+
+class SessionManager:
+    def __init__(
+        self,
+        store: SessionStore,
+        backend_name: str,
+        drop: Dropper,
+        *,
+        reuse_by_context: bool = True,
+        ttl: timedelta | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
+        self._store = store
+        self._backend = backend_name
+        self._drop = drop
+        self._reuse = reuse_by_context
+        self._ttl = ttl
+        self._clock = clock
+        self._busy: Counter[tuple[str, str]] = Counter()
+
+    @property
+    def store(self) -> SessionStore:
+        return self._store
+
+    @property
+    def expires(self) -> bool:
+        """Whether sessions can expire at all (ttl > 0 and contexts reused)."""
+        return self._ttl is not None and self._reuse
+
+    async def begin(
+        self, principal: str, context_id: str, *, task_session: str | None = None
+    ) -> Lease:
+        """Resolve the session for a turn starting now, and mark the context busy until
+        `end()`. `task_session` is the session that served the task's earlier turn (an
+        input-required continuation), used when contexts are not reused."""
+        key = (principal, context_id)
+        self._busy[key] += 1
+        try:
+            if not self._reuse:
+                return Lease(
+                    principal, context_id, task_session, task_session is None, False, False
+                )
+            record = await self._store.get(principal, context_id)
+            if record is None:
+                return Lease(principal, context_id, None, True, False, True)
+            if is_expired(record, self._clock(), self._ttl):
+                await self._expire(record)
+                return Lease(principal, context_id, None, True, True, True)
+            return Lease(principal, context_id, record.session_id, False, False, True)
+        except BaseException:
+            self._release(key)
+            raise
+
+    async def bound(self, lease: Lease, session_id: str) -> None:
+        """The backend named the session serving this turn: store it now, so a crash later in
+        the turn does not lose it. A different id than the one resumed is a new session."""
+        lease.session_id = session_id
+        if not lease.persist:
+            return
+        now = self._clock()
+        record = await self._store.get(lease.principal, lease.context_id)
+        if record is not None and record.session_id == session_id:
+            return
+        await self._store.put(
+            SessionRecord(
+                principal=lease.principal,
+                context_id=lease.context_id,
+                backend=self._backend,
+                session_id=session_id,
+                created_at=now,
+                last_used_at=now,
+            )
+        )
+
+    async def end(self, lease: Lease) -> None:
+        """The turn is over (whatever its outcome): count it and free the context."""
+        try:
+            if lease.persist and lease.session_id is not None:
+                record = await self._store.get(lease.principal, lease.context_id)
+                if record is not None and record.session_id == lease.session_id:
+                    await self._store.put(
+                        replace(record, last_used_at=self._clock(), turns=record.turns + 1)
+                    )
+        finally:
+            self._release((lease.principal, lease.context_id))
+
+    def _release(self, key: tuple[str, str]) -> None:
+        self._busy[key] -= 1
+        if self._busy[key] <= 0:
+            del self._busy[key]
+
+    async def sweep(self) -> int:
+        """Remove every expired mapping of an idle context and drop its backend session;
+        returns how many were removed."""
+        if self._ttl is None:
+            return 0
+        now = self._clock()
+        removed = 0
+        for record in await self._store.created_before(expiry_cutoff(now, self._ttl)):
+            if (record.principal, record.context_id) in self._busy:
+                continue
+            if is_expired(record, now, self._ttl) and await self._expire(record):
+                removed += 1
+        return removed
+
+    async def _expire(self, record: SessionRecord) -> bool:
+        removed = await self._store.delete(record.principal, record.context_id, record.session_id)
+        if removed:
+            log.info("session.expired", context_id=record.context_id, session_id=record.session_id)
+            try:
+                await self._drop(record.session_id)
+            except Exception:
+                # Best effort: the mapping is gone either way; the agent may have lost it.
+                log.warning("session.drop_failed", session_id=record.session_id, exc_info=True)
+        return removed

@@ -1,0 +1,109 @@
+"""SQLite session store: a table in the tasks database, one connection on a worker thread."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.sessions.store import SessionRecord
+from core.sqlite_db import SqliteDatabase
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    principal TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    last_used_at TEXT NOT NULL,
+    turns INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (principal, context_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_by_creation ON sessions (created_at);
+"""
+
+_COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
+
+
+def _ts(moment: datetime) -> str:
+    """Fixed-width UTC text, so SQL compares instants as strings correctly."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _record(row: tuple[str, str, str, str, str, str, int]) -> SessionRecord:
+    principal, context_id, backend, session_id, created, used, turns = row
+    return SessionRecord(
+        principal=principal,
+        context_id=context_id,
+        backend=backend,
+        session_id=session_id,
+        created_at=datetime.fromisoformat(created),
+        last_used_at=datetime.fromisoformat(used),
+        turns=turns,
+    )
+
+
+class SqliteSessionStore:
+    def __init__(self, path: Path) -> None:
+        self._db = SqliteDatabase(path, _SCHEMA, "session store")
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def get(self, principal: str, context_id: str) -> SessionRecord | None:
+        def read(conn: sqlite3.Connection) -> SessionRecord | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE principal = ? AND context_id = ?",  # noqa: S608 - constant column list
+                (principal, context_id),
+            ).fetchone()
+            return _record(row) if row else None
+
+        return await self._db.run(read)
+
+    async def put(self, record: SessionRecord) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT OR REPLACE INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - constant column list
+                (
+                    record.principal,
+                    record.context_id,
+                    record.backend,
+                    record.session_id,
+                    _ts(record.created_at),
+                    _ts(record.last_used_at),
+                    record.turns,
+                ),
+            )
+
+        await self._db.run(write)
+
+    async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
+        def remove(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "DELETE FROM sessions WHERE principal = ? AND context_id = ? AND session_id = ?",
+                (principal, context_id, session_id),
+            )
+            return cursor.rowcount > 0
+
+        return await self._db.run(remove)
+
+    async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
+        def read(conn: sqlite3.Connection) -> list[SessionRecord]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE created_at < ?",  # noqa: S608 - constant column list
+                (_ts(cutoff),),
+            ).fetchall()
+            return [_record(r) for r in rows]
+
+        return await self._db.run(read)
+
+    async def count(self) -> int:
+        def read(conn: sqlite3.Connection) -> int:
+            (n,) = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()
+            return int(n)
+
+        return await self._db.run(read)

@@ -1,0 +1,104 @@
+"""Both session stores honour one contract; the SQLite one survives a reopen."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from core.sessions.policy import is_expired
+from core.sessions.sqlite_store import SqliteSessionStore
+from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def record(
+    context: str, session: str, created: datetime = T0, principal: str = "p"
+) -> SessionRecord:
+    return SessionRecord(principal, context, "scripted", session, created, created)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    factories: dict[str, Callable[[], SessionStore]] = {
+        "memory": InMemorySessionStore,
+        "sqlite": lambda: SqliteSessionStore(tmp_path / "s.sqlite3"),
+    }
+    opened = factories[request.param]()
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+async def test_put_replaces_the_mapping_of_a_key(store: SessionStore) -> None:
+    await store.put(record("c", "s1"))
+    await store.put(record("c", "s2"))
+
+    got = await store.get("p", "c")
+
+    assert got is not None
+    assert got.session_id == "s2"
+    assert await store.count() == 1
+
+
+async def test_keys_are_scoped_by_principal(store: SessionStore) -> None:
+    await store.put(record("c", "alice-s", principal="alice"))
+
+    assert await store.get("bob", "c") is None
+    assert await store.delete("bob", "c", "alice-s") is False
+
+
+async def test_delete_only_removes_the_named_session(store: SessionStore) -> None:
+    await store.put(record("c", "s2"))
+
+    assert await store.delete("p", "c", "s1") is False
+    assert await store.delete("p", "c", "s2") is True
+    assert await store.get("p", "c") is None
+
+
+async def test_created_before_compares_instants(store: SessionStore) -> None:
+    await store.put(record("whole", "s1", T0))
+    await store.put(record("fraction", "s2", T0 + timedelta(microseconds=500)))
+    await store.put(record("later", "s3", T0 + timedelta(seconds=2)))
+
+    found = await store.created_before(T0 + timedelta(seconds=1))
+
+    assert sorted(r.session_id for r in found) == ["s1", "s2"]
+
+
+async def test_records_round_trip(store: SessionStore) -> None:
+    original = SessionRecord("p", "c", "claude", "s", T0, T0 + timedelta(seconds=3), turns=4)
+    await store.put(original)
+
+    assert await store.get("p", "c") == original
+
+
+async def test_sqlite_mappings_survive_a_reopen(tmp_path: Path) -> None:
+    first = SqliteSessionStore(tmp_path / "s.sqlite3")
+    await first.open()
+    await first.put(record("c", "s1"))
+    await first.close()
+    second = SqliteSessionStore(tmp_path / "s.sqlite3")
+    await second.open()
+
+    got = await second.get("p", "c")
+    await second.close()
+
+    assert got == record("c", "s1")
+
+
+@pytest.mark.parametrize(
+    ("age", "ttl", "expired"),
+    [
+        (timedelta(seconds=59), timedelta(minutes=1), False),
+        (timedelta(minutes=1), timedelta(minutes=1), True),
+        (timedelta(days=9999), None, False),
+    ],
+)
+def test_expiry_counts_from_creation(age: timedelta, ttl: timedelta | None, expired: bool) -> None:
+    used_just_now = SessionRecord("p", "c", "b", "s", T0, T0 + age)
+
+    assert is_expired(used_just_now, T0 + age, ttl) is expired
