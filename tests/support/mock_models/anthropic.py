@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
+WAIT_LIMIT = 30.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -171,7 +172,7 @@ def _tool_results(message: dict[str, Any]) -> list[str]:
             value = block.get("content")
             if isinstance(value, list):
                 value = " ".join(x.get("text", "") for x in value if isinstance(x, dict))
-            results.append(str(value))
+            results.append(_clean(str(value)))
     return results
 
 
@@ -205,9 +206,11 @@ class AnthropicMock:
         return [r for r in self.requests if r.path.split("?")[0].endswith("/v1/messages")]
 
     async def wait_for_request(self, n: int) -> RecordedRequest:
-        """The `n`th model request (1-based), once it has arrived."""
-        while len(self.model_requests) < n:
-            await self._arrived.wait()
+        """The `n`th model request (1-based), once it has arrived (TimeoutError after
+        `WAIT_LIMIT` s, so a test fails fast instead of at its own timeout)."""
+        with anyio.fail_after(WAIT_LIMIT):
+            while len(self.model_requests) < n:
+                await self._arrived.wait()
         return self.model_requests[n - 1]
 
     # ----- lifecycle -------------------------------------------------------------------------
