@@ -1,0 +1,160 @@
+"""Turn latency of Claude Code through the daemon, and the same turns without it.
+
+Against the project's Anthropic mock on 127.0.0.1 (no network, no key), with the real CLI
+bundled in claude-agent-sdk:
+
+- daemon: the real app on a loopback port, a blocking JSON-RPC SendMessage per turn; the
+  first turn of a context starts its Claude Code process, follow-ups reuse the warm one;
+- sdk: the same options (`wrappers.claude.options.build_options`) on a `ClaudeSDKClient`
+  driven directly: connect + query for a first turn, query on the live client for follow-ups.
+
+Contexts alternate between the two, so a change in the machine's load hits both alike.
+
+The difference is the daemon's own overhead. A benchmark, not a test: nothing asserts timings.
+
+    .venv/bin/python -m bench.agent_claude --contexts 5 --follow-ups 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from claude_agent_sdk import ClaudeSDKClient
+
+from core.server.app import create_app
+from core.settings import Settings, load
+from tests.support.mock_models.anthropic import AnthropicMock
+from wrappers.claude import options
+
+V1 = {"A2A-Version": "1.0"}
+KEY = "sk-ant-bench"
+
+
+def _settings(mock: AnthropicMock, root: Path) -> Settings:
+    return load(
+        None,
+        overrides={
+            "backend": "claude",
+            "storage": {"kind": "sqlite", "path": str(root / "daemon.sqlite3")},
+            "claude": {
+                "workingDirectory": str(root),
+                "home": str(root / "claude-home"),
+                "env": {"ANTHROPIC_BASE_URL": mock.url, "ANTHROPIC_API_KEY": KEY},
+            },
+        },
+        environ={},
+    )
+
+
+async def _send(http: aiohttp.ClientSession, url: str, text: str, context_id: str) -> None:
+    message = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "contextId": context_id,
+        "parts": [{"text": text}],
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    async with http.post(url, json=body, headers=V1) as response:
+        result: dict[str, Any] = await response.json()
+    state = result["result"]["task"]["status"]["state"]
+    if state != "TASK_STATE_COMPLETED":
+        raise RuntimeError(f"turn ended {state}")
+
+
+class Samples:
+    def __init__(self) -> None:
+        self.first: list[float] = []
+        self.follow: list[float] = []
+
+
+async def daemon_context(
+    http: aiohttp.ClientSession, url: str, context_id: str, follow_ups: int, samples: Samples
+) -> None:
+    started = time.perf_counter()
+    await _send(http, url, "Remember the word PAPAYA.", context_id)
+    samples.first.append(time.perf_counter() - started)
+    for _ in range(follow_ups):
+        started = time.perf_counter()
+        await _send(http, url, "Which word was it?", context_id)
+        samples.follow.append(time.perf_counter() - started)
+
+
+async def _sdk_turn(client: ClaudeSDKClient, text: str) -> None:
+    await client.query(text)
+    async for _ in client.receive_response():
+        pass
+
+
+async def sdk_context(settings: Settings, follow_ups: int, samples: Samples) -> None:
+    config = settings.claude
+    started = time.perf_counter()
+    client = ClaudeSDKClient(
+        options.build_options(
+            config, cli=options.resolve_cli(config), resume=None, marker=uuid.uuid4().hex
+        )
+    )
+    await client.connect()
+    try:
+        await _sdk_turn(client, "Remember the word PAPAYA.")
+        samples.first.append(time.perf_counter() - started)
+        for _ in range(follow_ups):
+            started = time.perf_counter()
+            await _sdk_turn(client, "Which word was it?")
+            samples.follow.append(time.perf_counter() - started)
+    finally:
+        await client.disconnect()
+
+
+def _line(name: str, samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    return (
+        f"{name:<26} n={len(ms):<3} median {statistics.median(ms):7.1f} ms   "
+        f"min {ms[0]:7.1f}   max {ms[-1]:7.1f}"
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    sdk, daemon = Samples(), Samples()
+    async with AnthropicMock(api_key=KEY) as mock:
+        with tempfile.TemporaryDirectory() as scratch:
+            settings = _settings(mock, Path(scratch))
+            runner = web.AppRunner(create_app(settings))
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            url = f"http://127.0.0.1:{runner.addresses[0][1]}/a2a/jsonrpc"
+            try:
+                async with aiohttp.ClientSession() as http:
+                    # Unmeasured: the 400 MB binary gets into the page cache.
+                    await sdk_context(settings, 1, Samples())
+                    await daemon_context(http, url, "warmup", 1, Samples())
+                    # Interleaved, so a change in the machine's load hits both alike.
+                    for n in range(args.contexts):
+                        await sdk_context(settings, args.follow_ups, sdk)
+                        await daemon_context(http, url, f"bench-{n}", args.follow_ups, daemon)
+            finally:
+                await runner.cleanup()
+    print(_line("sdk first turn", sdk.first))
+    print(_line("daemon first turn", daemon.first))
+    print(_line("sdk follow-up turn", sdk.follow))
+    print(_line("daemon follow-up turn", daemon.follow))
+    first = statistics.median(daemon.first) - statistics.median(sdk.first)
+    follow = statistics.median(daemon.follow) - statistics.median(sdk.follow)
+    print(
+        f"daemon overhead (median): first {first * 1000:+.1f} ms, follow-up {follow * 1000:+.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--contexts", type=int, default=5)
+    parser.add_argument("--follow-ups", type=int, default=4)
+    asyncio.run(main(parser.parse_args()))
