@@ -101,6 +101,9 @@ class ClaudeBackend:
         self._stop_grace = stop_grace
         idle = config.warm_idle / 1000 if config.warm_idle else None
         self._pool = WarmPool(max_warm=config.max_warm, idle_seconds=idle)
+        self._stopping_sessions: dict[str, anyio.Event] = {}
+        """Sessions whose retired process is still exiting: a resume waits for it, so two
+        processes never write one session's transcript."""
         self._costs: OrderedDict[str, float] = OrderedDict()
         """Each session's cumulative cost at its last result, for the next turn's baseline."""
         self._cli: Path | None = None
@@ -200,13 +203,23 @@ class ClaudeBackend:
         """Forget `warm` and stop its process: in the background when the task group runs."""
         self._pool.remove(warm)
         log.info("claude.retire", reason=reason, pid=warm.pid, session_id=warm.session_id)
-        if self._tg is not None:
-            self._tg.start_soon(self._stop, warm, force)
-        else:
+        if self._tg is None:
             await self._stop(warm, force)
+            return
+        done = anyio.Event()
+        if warm.session_id is not None:
+            self._stopping_sessions[warm.session_id] = done
+        self._tg.start_soon(self._stop, warm, force, done)
 
-    async def _stop(self, warm: WarmClient, force: bool) -> None:
-        await process.stop(warm.client, warm.pid, grace=self._stop_grace, force=force)
+    async def _stop(self, warm: WarmClient, force: bool, done: anyio.Event | None = None) -> None:
+        try:
+            await process.stop(warm.client, warm.pid, grace=self._stop_grace, force=force)
+        finally:
+            if done is not None:
+                done.set()
+                sid = warm.session_id
+                if sid is not None and self._stopping_sessions.get(sid) is done:
+                    del self._stopping_sessions[sid]
 
     # ----- turns -----------------------------------------------------------------------------
 
@@ -284,6 +297,9 @@ class ClaudeBackend:
         return warm, notes
 
     async def _connect(self, key: Key, resume: str | None) -> WarmClient:
+        stopping = self._stopping_sessions.get(resume) if resume is not None else None
+        if stopping is not None:
+            await stopping.wait()
         marker = uuid.uuid4().hex
         stderr = _StderrTail()
         client = ClaudeSDKClient(
