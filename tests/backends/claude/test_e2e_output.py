@@ -3,6 +3,8 @@ changes as progress. Real app, real CLI, the project's mock model."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 from tests.backends.claude.conftest import (
@@ -115,3 +117,21 @@ async def test_the_default_output_mode_sends_one_final_artifact(
 
     (artifact,) = task["artifacts"]
     assert artifact["parts"] == [{"text": MODEL_TEXT}]
+
+
+async def test_an_mcp_server_from_the_config_serves_a_tool_call(
+    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    server = Path(__file__).with_name("mcp_calc.py")
+    mcp = {"calc": {"type": "stdio", "command": sys.executable, "args": [str(server)]}}
+    mock.on("add numbers", Reply(tool_use=ToolUse("mcp__calc__add", {"a": 2, "b": 40})))
+    client = await start_daemon(
+        claude_env.settings(claude={"mcpServers": mcp, "allowedTools": ["mcp__calc__add"]})
+    )
+
+    events = await stream(client, "Please add numbers.", "ctx-mcp")
+
+    assert "Running tool mcp__calc__add" in progress_notes(events)
+    final = events[-1]["statusUpdate"]["status"]
+    assert final["state"] == COMPLETED
+    assert final["message"]["parts"][0]["text"] == "MOCK saw tool result: sum=42"
