@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from core import logs, registry
-from core.server.app import backend_config
+from core.backend import Diagnosis
+from core.server.app import backend_config, build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
-from core.settings import ConfigError, json_schema, load
+from core.settings import ConfigError, Settings, json_schema, load
+from core.tasks.hooks import HookLoadError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         "check", help="validate a config, check the agent (binary, credentials), show the card"
     )
     check.add_argument("config", type=Path)
+    card = commands.add_parser("card", help="print the agent card a config would serve")
+    card.add_argument("config", type=Path)
+    card.add_argument(
+        "--strict", action="store_true", help="the strict v1.0 card (as sent to A2A-Version 1.x)"
+    )
     commands.add_parser("schema", help="print the JSON Schema of the config file")
     return parser
 
@@ -41,20 +48,57 @@ def _check(path: Path) -> int:
         settings = load(path)
         sys.path.insert(0, os.getcwd())
         backend = registry.create_backend(settings.backend, backend_config(settings))
-    except (ConfigError, registry.UnknownBackendError) as exc:
+        build_hooks(settings)
+    except (ConfigError, registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return 2
     print(f"{path}: config ok (backend {settings.backend})")
-    results = asyncio.run(backend.diagnose())
+    results = [*_common_checks(settings), *asyncio.run(backend.diagnose())]
     for item in results:
         mark = "ok  " if item.ok else "FAIL"
         print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
+    print("agent card:")
+    print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
+    return 0 if all(item.ok for item in results) else 1
+
+
+def _common_checks(settings: Settings) -> list[Diagnosis]:
+    checks = []
+    block = settings.backend_block()
+    if block is not None:
+        where = block.working_directory.expanduser().resolve()
+        checks.append(
+            Diagnosis(
+                "working directory",
+                where.is_dir(),
+                f"{where}" + ("" if where.is_dir() else " does not exist"),
+            )
+        )
+    tokens = len(settings.server.auth.tokens)
+    checks.append(
+        Diagnosis(
+            "auth",
+            ok=True,
+            detail=f"{tokens} bearer token(s)" if tokens else "none (loopback only)",
+        )
+    )
+    return checks
+
+
+def _card(settings: Settings, *, strict: bool) -> dict[str, Any]:
     server = settings.server
     base = server.public_url or f"http://{server.host}:{server.port}"
-    card = CardProvider(settings).document_for(base, strict=not settings.agent_card.v03_fields)
-    print("agent card:")
-    print(json.dumps(card, indent=2))
-    return 0 if all(item.ok for item in results) else 1
+    return CardProvider(settings).document_for(base, strict=strict)
+
+
+def _print_card(path: Path, *, strict: bool) -> int:
+    try:
+        settings = load(path)
+    except ConfigError as exc:
+        print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(_card(settings, strict=strict), indent=2))
+    return 0
 
 
 def _announce(url: str) -> None:
@@ -68,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "check":
         return _check(args.config)
+    if args.command == "card":
+        return _print_card(args.config, strict=args.strict)
+    return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     overrides: dict[str, Any] = {"server": {}}
     if args.host is not None:
@@ -85,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:
         return 130
+    except (registry.UnknownBackendError, HookLoadError) as exc:
+        print(f"a2a-wrapper: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -198,6 +198,37 @@ class OutputSettings(Block):
     reasoning: bool = Field(default=False, description="Forward the agent's reasoning text")
 
 
+class HookSettings(Block):
+    before_turn: str | None = Field(
+        default=None,
+        description="package.module:function; may refuse a turn with a reason (REJECTED)",
+    )
+    after_event: str | None = Field(
+        default=None,
+        description="package.module:function; may redact or drop each event before it is "
+        "stored or sent",
+    )
+    after_turn: str | None = Field(
+        default=None, description="package.module:function; may rewrite a turn's final status"
+    )
+    timeout: int = Field(
+        default=5000, ge=1, description="ms a hook may take; then the unhooked value is used"
+    )
+
+
+class ApprovalSettings(Block):
+    mode: Literal["policy", "ask"] = Field(
+        default="policy",
+        description="policy: the backend's allow/deny rules decide; ask: a request they do not "
+        "decide becomes an input-required question to the caller",
+    )
+    timeout: int = Field(default=600_000, ge=1, description="ms a question waits for an answer")
+    on_timeout: Literal["deny", "fail"] = Field(
+        default="deny",
+        description="deny: the agent sees a denial and the turn goes on; fail: the task fails",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         alias_generator=to_camel,
@@ -217,6 +248,8 @@ class Settings(BaseSettings):
     session: SessionSettings = Field(default_factory=SessionSettings)
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     output: OutputSettings = Field(default_factory=OutputSettings)
+    hooks: HookSettings = Field(default_factory=HookSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
     codex: CodexConfig = Field(default_factory=CodexConfig)
     opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -122,7 +124,7 @@ def test_tasks_survive_restart_and_running_tasks_fail(tmp_path: Path, daemons: M
 
 
 def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path, daemons: MakeDaemon) -> None:
-    daemon = daemons(_config(tmp_path))
+    daemon = daemons({**_config(tmp_path), "server": {"shutdownTimeout": 200}})
     url = daemon.start()
     running = _rpc(
         url,
@@ -137,6 +139,96 @@ def test_graceful_stop_fails_running_task_with_reason(tmp_path: Path, daemons: M
         assert "shut down" in failed["status"]["message"]["parts"][0]["text"]
     finally:
         daemon.stop()
+
+
+def test_graceful_stop_lets_a_short_turn_finish(tmp_path: Path, daemons: MakeDaemon) -> None:
+    daemon = daemons({**_config(tmp_path), "server": {"shutdownTimeout": 10_000}})
+    url = daemon.start()
+    # Not a TCK message id: the conformance backend works 0.2 s, then asks for input.
+    short = _rpc(url, "SendMessage", _message("short", configuration={"returnImmediately": True}))
+    assert daemon.stop() == 0
+    url = daemon.start()
+    try:
+        task = _rpc(url, "GetTask", {"id": short["result"]["task"]["id"]})["result"]
+        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    finally:
+        daemon.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is gone for our purpose once reaped by anyone.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def _await_file(path: Path, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def test_sigterm_during_a_turn_leaves_no_agent_process(tmp_path: Path, daemons: MakeDaemon) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    config = {
+        "backend": "tests.support.process_backend:ProcessBackend",
+        "options": {"pidDir": str(pids)},
+        "storage": {"path": str(tmp_path / "tasks.sqlite3")},
+        "server": {"shutdownTimeout": 300},
+    }
+    daemon = daemons(config)
+    url = daemon.start()
+    task = _rpc(url, "SendMessage", _message("work", configuration={"returnImmediately": True}))
+    task_id = task["result"]["task"]["id"]
+    child = int(_await_file(pids / f"{task_id}.pid"))
+    assert _alive(child)
+
+    assert daemon.stop(signal.SIGTERM) == 0
+
+    assert not _alive(child)
+    url = daemon.start()
+    try:
+        failed = _rpc(url, "GetTask", {"id": task_id})["result"]
+        assert failed["status"]["state"] == "TASK_STATE_FAILED"
+        assert "server.shutdownTimeout" in failed["status"]["message"]["parts"][0]["text"]
+    finally:
+        daemon.stop()
+
+
+def test_a_second_signal_forces_exit(tmp_path: Path, daemons: MakeDaemon) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    config = {
+        "backend": "tests.support.process_backend:ProcessBackend",
+        "options": {"pidDir": str(pids)},
+        "storage": {"path": str(tmp_path / "tasks.sqlite3")},
+        "server": {"shutdownTimeout": 60_000},
+    }
+    daemon = daemons(config)
+    url = daemon.start()
+    task = _rpc(url, "SendMessage", _message("work", configuration={"returnImmediately": True}))
+    child = int(_await_file(pids / f"{task['result']['task']['id']}.pid"))
+    assert daemon.proc is not None
+    daemon.proc.send_signal(signal.SIGTERM)
+    _await_text(daemon.log_path, "daemon.stopping")
+
+    assert daemon.stop(signal.SIGTERM, timeout=10) == 130
+    # Forced: the child was not stopped by the daemon; the test stops it by its PID.
+    if _alive(child):
+        os.killpg(child, signal.SIGKILL)
+
+
+def _await_text(path: Path, text: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in path.read_text():
+        assert time.monotonic() < deadline, f"{text!r} never logged"
+        time.sleep(0.05)
 
 
 def test_check_and_schema_commands(tmp_path: Path) -> None:

@@ -7,11 +7,14 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import anyio
+import pytest
 
 from core.backend import BackendEvent, Health, NeedsInput, Text, Turn
+from core.server.keys import SERVICE
 from core.tasks.store import InMemoryTaskStore
 from core.wire.enums import TaskState
-from core.wire.models import Task, TaskStatus
+from core.wire.errors import UnsupportedOperationError
+from core.wire.models import Message, Part, SendMessageRequest, Task, TaskStatus
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend
 from tests.support.wire import V1, call, rpc, user_message
@@ -75,7 +78,7 @@ async def test_shutdown_fails_running_turns_and_stops_backend(
     make_client: MakeClient, backend: ScriptedBackend
 ) -> None:
     store = InMemoryTaskStore()
-    client = await make_client(store=store)
+    client = await make_client(make_settings(server={"shutdownTimeout": 100}), store=store)
     task_id = await _start(client, "block")
     await backend.entered(task_id).wait()
     await client.close()
@@ -86,6 +89,32 @@ async def test_shutdown_fails_running_turns_and_stops_backend(
     assert "shut down" in (task.status.message.parts[0].text or "")
     assert backend.interrupted == [task_id]
     assert backend.closed
+
+
+async def test_shutdown_lets_a_running_turn_finish_within_the_timeout(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    store = InMemoryTaskStore()
+    client = await make_client(make_settings(server={"shutdownTimeout": 10_000}), store=store)
+    service = client.app[SERVICE]
+    task_id = await _start(client, "block")
+    await backend.entered(task_id).wait()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.close)
+        with anyio.fail_after(5):
+            await service.wait_draining()
+        late = SendMessageRequest(
+            message=Message(message_id="late", role="ROLE_USER", parts=[Part(text="echo: x")])
+        )
+        with pytest.raises(UnsupportedOperationError, match="shutting down"):
+            await service.send("anonymous", late)
+        backend.release(task_id)
+
+    task = await store.get("anonymous", task_id)
+    assert task is not None
+    assert task.status.state == TaskState.COMPLETED
+    assert backend.interrupted == []
 
 
 async def test_keep_alive_pings_while_idle(
@@ -146,7 +175,7 @@ async def test_shutdown_ends_open_streams_and_fails_queued_turns(
     make_client: MakeClient, backend: ScriptedBackend
 ) -> None:
     store = InMemoryTaskStore()
-    client = await make_client(store=store)
+    client = await make_client(make_settings(server={"shutdownTimeout": 100}), store=store)
     asked = await call(client, "SendMessage", {"message": user_message("ask: q?", contextId="a")})
     waiting = asked["result"]["task"]["id"]
     running = await _start(client, "block", contextId="c", messageId="m1")
@@ -160,7 +189,7 @@ async def test_shutdown_ends_open_streams_and_fails_queued_turns(
     )
     await watch_waiting.content.readline()
     await watch_running.content.readline()
-    with anyio.fail_after(5):  # far below the 10 s shutdown timeout the streams would cost
+    with anyio.fail_after(5):  # far below the 10 s request timeout the streams would cost
         await client.server.close()
         assert b"TASK_STATE_FAILED" in await watch_running.content.read()
         await watch_waiting.content.read()

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+import anyio
+
 
 @dataclass(frozen=True)
 class TextContent:
@@ -52,6 +54,9 @@ class Turn:
     parts: tuple[Content, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     deadline: datetime | None = None
+    # "ask": permission requests the backend's own policy does not decide become
+    # ApprovalRequest events; "policy": the backend decides everything itself.
+    approvals: Literal["policy", "ask"] = "policy"
 
     @property
     def text(self) -> str:
@@ -145,6 +150,57 @@ class NeedsInput:
     kind: Literal["input", "auth"] = "input"
 
 
+Decision = Literal["approve", "approve_always", "deny"]
+
+
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """The caller's answer to an approval request (`message` is passed on to the agent)."""
+
+    decision: Decision
+    message: str | None = None
+
+
+class ApprovalReply:
+    """Where the answer to one ApprovalRequest arrives. The backend awaits `wait()` in its
+    permission callback; the engine calls `answer()` once (a later call is ignored)."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._answer: ApprovalAnswer | None = None
+
+    def answer(self, answer: ApprovalAnswer) -> None:
+        if self._answer is None:
+            self._answer = answer
+            self._event.set()
+
+    @property
+    def answered(self) -> bool:
+        return self._answer is not None
+
+    async def wait(self) -> ApprovalAnswer:
+        await self._event.wait()
+        if self._answer is None:  # pragma: no cover - the event is set after the answer
+            raise RuntimeError("approval event set without an answer")
+        return self._answer
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """The agent asks permission and waits (only with `turn.approvals == "ask"`).
+
+    The task becomes INPUT_REQUIRED with `summary` and the structured request; the turn stays
+    paused (the backend awaits `reply`) until the caller answers, the approval times out, or
+    the turn is cancelled (then `interrupt` runs as usual)."""
+
+    request_id: str
+    kind: Literal["tool", "command", "file", "other"]
+    tool: str
+    summary: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    reply: ApprovalReply = field(default_factory=ApprovalReply, compare=False)
+
+
 @dataclass(frozen=True)
 class Failed:
     """The turn failed. `kind="rejected"` means the agent refused the task."""
@@ -166,6 +222,7 @@ BackendEvent = (
     | ArtifactOut
     | DirectReply
     | NeedsInput
+    | ApprovalRequest
     | Failed
 )
 

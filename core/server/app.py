@@ -23,6 +23,7 @@ from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
+from core.tasks.hooks import Hooks, load_hook
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskStore
@@ -93,6 +94,10 @@ def create_app(
         progress=settings.output.progress,
         reasoning=settings.output.reasoning,
         debug_errors=settings.server.debug_errors,
+        hooks=build_hooks(settings),
+        approvals=settings.approvals.mode,
+        approval_timeout=settings.approvals.timeout / 1000,
+        approval_on_timeout=settings.approvals.on_timeout,
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)
@@ -110,6 +115,17 @@ def create_app(
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _ready)
     return app
+
+
+def build_hooks(settings: Settings) -> Hooks:
+    """Import the configured policy hooks (a wrong reference fails at start, not mid-turn)."""
+    config = settings.hooks
+    return Hooks(
+        before_turn=load_hook(config.before_turn) if config.before_turn else None,
+        after_event=load_hook(config.after_event) if config.after_event else None,
+        after_turn=load_hook(config.after_turn) if config.after_turn else None,
+        timeout=config.timeout / 1000,
+    )
 
 
 def backend_config(settings: Settings) -> object:

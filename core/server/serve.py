@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable
 
+import structlog
 from aiohttp import web
 
 from core.server.app import create_app
 from core.settings import Settings
 
+log = structlog.get_logger(__name__)
+
+
+FORCED_EXIT = 130
+
 
 async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None:
-    """Bind, report the real URL (port 0 resolved), and stop cleanly on a signal."""
+    """Bind, report the real URL (port 0 resolved), and stop cleanly on a signal: stop
+    accepting, let running turns finish up to `server.shutdownTimeout`, then stop them and the
+    agents. A second signal exits at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            log.warning("daemon.forced_exit")
+            os._exit(FORCED_EXIT)
+        log.info("daemon.stopping")
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal)
     runner = web.AppRunner(
         create_app(settings),
         handle_signals=False,

@@ -10,8 +10,11 @@ import uuid
 from dataclasses import dataclass, field
 
 import anyio
+import structlog
 
+from core.backend import ApprovalRequest, BackendEvent, Turn
 from core.tasks.broker import TaskBroker
+from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.store import TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
@@ -25,6 +28,8 @@ from core.wire.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+
+log = structlog.get_logger(__name__)
 
 
 def agent_message(task: Task, parts: list[Part]) -> Message:
@@ -48,8 +53,16 @@ class TaskRun:
     first_turn: bool = True
     reply: Message | None = None
     scope: anyio.CancelScope | None = None
+    # While the turn waits for its lane or a turn slot: cancelling it gives the place back.
+    queued_scope: anyio.CancelScope | None = None
     finished: anyio.Event = field(default_factory=anyio.Event)
     stop_reason: str | None = None
+    # The turn being run and the backend event being applied, for the policy hooks.
+    hooks: Hooks = NO_HOOKS
+    # The agent's permission request the task waits on (INPUT_REQUIRED, turn paused).
+    pending_approval: ApprovalRequest | None = None
+    turn: Turn | None = None
+    cause: BackendEvent | None = None
 
     def snapshot(self) -> Task:
         return self.task.model_copy(deep=True)
@@ -60,27 +73,53 @@ class TaskRun:
             self.announced = True
             self.broker.publish(StreamResponse(task=self.snapshot()))
 
+    async def _outgoing(self, event: StreamResponse) -> StreamResponse | None:
+        """The event after the afterEvent hook (None: dropped); unchanged outside a turn."""
+        if self.turn is None:
+            return event
+        return await self.hooks.outgoing(self.turn, self.cause, event)
+
     async def set_status(self, state: TaskState, message: Message | None = None) -> None:
+        """Move the task to `state`: hooks first, then stored, then published."""
         self.announce()
-        previous = self.task.status
-        if previous.message is not None:
-            self.task.history = [*(self.task.history or []), previous.message]
-        self.task.status = TaskStatus(state=state, message=message, timestamp=utcnow())
-        # Persist before anyone hears of it: a client never sees a state the store lacks.
-        await self.store.save(self.principal, self.task)
-        self.broker.publish(
+        status = TaskStatus(state=state, message=message, timestamp=utcnow())
+        if self.turn is not None and (state.terminal or state.interrupted):
+            status = await self.hooks.final_status(self.turn, status)
+        event = await self._outgoing(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
-                    task_id=self.task.id,
-                    context_id=self.task.context_id,
-                    status=self.task.status.model_copy(deep=True),
+                    task_id=self.task.id, context_id=self.task.context_id, status=status
                 )
             )
         )
-        if state.terminal:
+        if event is None or event.status_update is None:
+            return
+        status = event.status_update.status
+        previous = self.task.status
+        if previous.message is not None:
+            self.task.history = [*(self.task.history or []), previous.message]
+        self.task.status = status
+        log.info(
+            "task.state",
+            task_id=self.task.id,
+            context_id=self.task.context_id,
+            state=status.state.value,
+        )
+        # Persist before anyone hears of it: a client never sees a state the store lacks.
+        await self.store.save(self.principal, self.task)
+        self.broker.publish(event.model_copy(deep=True))
+        if status.state.terminal:
             self.broker.close()
 
-    def progress(self, text: str) -> None:
+    async def resume_after_input(self, user: Message) -> None:
+        """The caller answered the question of this paused turn: the question and the answer go
+        to the history, and the task is WORKING again."""
+        question = self.task.status.message
+        self.task.history = [*(self.task.history or []), *([question] if question else []), user]
+        self.task.status = self.task.status.model_copy(update={"message": None})
+        await self.set_status(TaskState.WORKING)
+
+    async def progress(self, text: str) -> None:
         """A WORKING update carrying a note; published, never stored."""
         self.announce()
         status = TaskStatus(
@@ -88,30 +127,19 @@ class TaskRun:
             message=agent_message(self.task, [Part(text=text)]),
             timestamp=utcnow(),
         )
-        self.broker.publish(
+        event = await self._outgoing(
             StreamResponse(
                 status_update=TaskStatusUpdateEvent(
                     task_id=self.task.id, context_id=self.task.context_id, status=status
                 )
             )
         )
+        if event is not None:
+            self.broker.publish(event)
 
-    def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         self.announce()
-        artifacts = list(self.task.artifacts or [])
-        existing = next(
-            (i for i, a in enumerate(artifacts) if a.artifact_id == artifact.artifact_id), None
-        )
-        if append and existing is not None:
-            merged = artifacts[existing].model_copy(deep=True)
-            merged.parts = [*merged.parts, *artifact.parts]
-            artifacts[existing] = merged
-        elif existing is not None:
-            artifacts[existing] = artifact
-        else:
-            artifacts.append(artifact)
-        self.task.artifacts = artifacts
-        self.broker.publish(
+        event = await self._outgoing(
             StreamResponse(
                 artifact_update=TaskArtifactUpdateEvent(
                     task_id=self.task.id,
@@ -122,3 +150,21 @@ class TaskRun:
                 )
             )
         )
+        if event is None or event.artifact_update is None:
+            return
+        update = event.artifact_update
+        artifacts = list(self.task.artifacts or [])
+        existing = next(
+            (i for i, a in enumerate(artifacts) if a.artifact_id == update.artifact.artifact_id),
+            None,
+        )
+        if update.append and existing is not None:
+            merged = artifacts[existing].model_copy(deep=True)
+            merged.parts = [*merged.parts, *update.artifact.parts]
+            artifacts[existing] = merged
+        elif existing is not None:
+            artifacts[existing] = update.artifact
+        else:
+            artifacts.append(update.artifact)
+        self.task.artifacts = artifacts
+        self.broker.publish(event)

@@ -18,6 +18,8 @@ import anyio
 import structlog
 
 from core.backend import (
+    ApprovalAnswer,
+    ApprovalRequest,
     ArtifactOut,
     Backend,
     BackendEvent,
@@ -35,6 +37,7 @@ from core.backend import (
     Turn,
     Usage,
 )
+from core.tasks.approvals import question
 from core.tasks.content import content_to_part
 from core.tasks.run import TaskRun, agent_message
 from core.wire.enums import Role, TaskState
@@ -52,6 +55,10 @@ SessionCallback = Callable[[str], Awaitable[None]]
 
 class IdleTimeoutError(Exception):
     """The backend produced no event within the idle timeout."""
+
+
+class ApprovalTimeoutError(Exception):
+    """Nobody answered an approval request within approvals.timeout (onTimeout: fail)."""
 
 
 @dataclass
@@ -91,8 +98,12 @@ class TurnRunner:
         reasoning: bool = False,
         output_mode: OutputMode = "final",
         idle_timeout: float | None = None,
+        approval_timeout: float | None = None,
+        approval_on_timeout: Literal["deny", "fail"] = "deny",
     ) -> None:
         self._backend = backend
+        self._approval_timeout = approval_timeout or math.inf
+        self._approval_on_timeout = approval_on_timeout
         self._progress = progress
         self._reasoning = reasoning
         self._stream = output_mode == "stream"
@@ -114,25 +125,31 @@ class TurnRunner:
                     return
                 if isinstance(event, SessionBound) and on_session is not None:
                     await on_session(event.session_id)
+                run.cause = event
                 if answer.held is not None and not isinstance(event, Text | TextDelta):
                     # Anything else happening (a tool call, say) may take long: send the
                     # chunk held back now.
-                    self._flush(run, answer, last_chunk=False)
+                    await self._flush(run, answer, last_chunk=False)
                 if await self._apply(run, event, answer):
                     return
         finally:
+            pending, run.pending_approval = run.pending_approval, None
+            if pending is not None:
+                # The turn stopped while waiting: release the agent's permission callback.
+                pending.reply.answer(ApprovalAnswer("deny", "The turn was stopped."))
             # A turn that ends early closes the backend's generator now, not at GC time, so
             # its own cleanup (processes, sessions) runs in order.
             close = getattr(events, "aclose", None)
             if close is not None:
                 with anyio.CancelScope(shield=True):
                     await close()
+        run.cause = None
         text = answer.text
         message = None
         if self._stream and (answer.chunks or answer.held is not None):
-            self._flush(run, answer, last_chunk=True)
+            await self._flush(run, answer, last_chunk=True)
         elif text:
-            run.add_artifact(
+            await run.add_artifact(
                 Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
                 append=False,
                 last_chunk=True,
@@ -141,15 +158,15 @@ class TurnRunner:
             message = agent_message(run.task, [Part(text=text)])
         await run.set_status(TaskState.COMPLETED, message)
 
-    def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
+    async def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
         """Stream mode: send the held chunk, hold this one (the last one carries lastChunk)."""
         if answer.held is not None:
-            self._flush(run, answer, last_chunk=False)
+            await self._flush(run, answer, last_chunk=False)
         answer.held = text
 
-    def _flush(self, run: TaskRun, answer: _Answer, *, last_chunk: bool) -> None:
+    async def _flush(self, run: TaskRun, answer: _Answer, *, last_chunk: bool) -> None:
         text, answer.held = answer.held or "", None
-        run.add_artifact(
+        await run.add_artifact(
             Artifact(artifact_id=answer.artifact_id, name="response", parts=[Part(text=text)]),
             append=answer.chunks > 0,
             last_chunk=last_chunk,
@@ -171,21 +188,14 @@ class TurnRunner:
                     "costUsd": event.cost_usd,
                     "model": event.model,
                 }
-            case Progress(text=text):
+            case Progress() | Reasoning() | ToolCall() | ToolResult() | FileChange():
                 await self._working(run)
-                run.progress(text)
-            case Reasoning(text=text):
-                await self._working(run)
-                if self._reasoning and text:
-                    run.progress(text)
-            case ToolCall() | ToolResult() | FileChange():
-                await self._working(run)
-                note = _describe(event)
-                if self._progress and note:
-                    run.progress(note)
+                note = self._note(event)
+                if note:
+                    await run.progress(note)
             case ArtifactOut():
                 await self._working(run)
-                run.add_artifact(
+                await run.add_artifact(
                     Artifact(
                         artifact_id=event.artifact_id or str(uuid.uuid4()),
                         name=event.name,
@@ -198,6 +208,8 @@ class TurnRunner:
                 reply = agent_message(run.task, [content_to_part(c) for c in parts])
                 await run.set_status(TaskState.COMPLETED, reply)
                 return True
+            case ApprovalRequest():
+                await self._await_approval(run, event)
             case NeedsInput(question=question, kind=kind):
                 state = TaskState.AUTH_REQUIRED if kind == "auth" else TaskState.INPUT_REQUIRED
                 message = agent_message(run.task, [Part(text=question)]) if question else None
@@ -209,6 +221,43 @@ class TurnRunner:
                 return True
         return False
 
+    def _note(self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange) -> str:
+        """The progress note an event shows, per `output.progress` / `output.reasoning`."""
+        if isinstance(event, Progress):
+            return event.text
+        if isinstance(event, Reasoning):
+            return event.text if self._reasoning else ""
+        return _describe(event) if self._progress else ""
+
+    async def _await_approval(self, run: TaskRun, event: ApprovalRequest) -> None:
+        """INPUT_REQUIRED with the question; the turn stays paused until the caller answers
+        (the service resumes the task and answers `event.reply`) or approvals.timeout."""
+        run.pending_approval = event
+        await run.set_status(TaskState.INPUT_REQUIRED, agent_message(run.task, question(event)))
+        with anyio.move_on_after(self._approval_timeout) as waited:
+            answer = await event.reply.wait()
+        run.pending_approval = None
+        by = "caller"
+        if waited.cancelled_caught:
+            if self._approval_on_timeout == "fail":
+                raise ApprovalTimeoutError
+            by = "timeout"
+            answer = ApprovalAnswer("deny", "No answer came within approvals.timeout.")
+            event.reply.answer(answer)
+            await run.resume_after_input(
+                agent_message(run.task, [Part(text="(no answer: denied by approvals.timeout)")])
+            )
+        decisions = self._metadata(run).setdefault("approvals", [])
+        decisions.append(
+            {
+                "requestId": event.request_id,
+                "tool": event.tool,
+                "summary": event.summary,
+                "decision": answer.decision,
+                "by": by,
+            }
+        )
+
     async def _text(self, run: TaskRun, answer: _Answer, event: Text | TextDelta) -> None:
         if isinstance(event, Text):
             answer.texts.append(event.text)
@@ -217,7 +266,7 @@ class TurnRunner:
         if isinstance(event, TextDelta) or self._stream:
             await self._working(run)
         if self._stream:
-            self._chunk(run, answer, event.text)
+            await self._chunk(run, answer, event.text)
 
     async def _working(self, run: TaskRun) -> None:
         if run.task.status.state != TaskState.WORKING:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
+from typing import Literal
 
 import anyio
 import structlog
@@ -23,12 +24,20 @@ from anyio.abc import TaskGroup
 from core.backend import Backend, Health, Turn
 from core.sessions.manager import Lease, SessionManager
 from core.sessions.store import InMemorySessionStore
+from core.tasks.approvals import answer_of
 from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
+from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
 from core.tasks.limits import TurnSlots, check_message
 from core.tasks.run import TaskRun, agent_message
-from core.tasks.runner import WRAPPER_METADATA_KEY, IdleTimeoutError, OutputMode, TurnRunner
+from core.tasks.runner import (
+    WRAPPER_METADATA_KEY,
+    ApprovalTimeoutError,
+    IdleTimeoutError,
+    OutputMode,
+    TurnRunner,
+)
 from core.tasks.store import TaskQuery, TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
@@ -55,7 +64,16 @@ from core.wire.models import (
 log = structlog.get_logger(__name__)
 
 RESTART_REASON = "The a2a-wrapper daemon restarted while this task was running; send it again."
-SHUTDOWN_REASON = "The a2a-wrapper daemon shut down while this task was running."
+SHUTDOWN_REASON = (
+    "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
+    "finish within server.shutdownTimeout; send it again."
+)
+
+
+APPROVAL_TIMEOUT_REASON = (
+    "Nobody answered the agent's approval request within approvals.timeout; the turn was "
+    "stopped (approvals.onTimeout is fail)."
+)
 
 
 def _turn_timeout_reason(seconds: float) -> str:
@@ -147,8 +165,14 @@ class TaskService:
         progress: bool = True,
         reasoning: bool = False,
         debug_errors: bool = False,
+        hooks: Hooks = NO_HOOKS,
+        approvals: Literal["policy", "ask"] = "policy",
+        approval_timeout: float | None = None,
+        approval_on_timeout: Literal["deny", "fail"] = "deny",
     ) -> None:
         self._store = store
+        self._approvals = approvals
+        self._hooks = hooks
         self._backend = backend
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
@@ -161,6 +185,8 @@ class TaskService:
             reasoning=reasoning,
             output_mode=output_mode,
             idle_timeout=idle_timeout,
+            approval_timeout=approval_timeout,
+            approval_on_timeout=approval_on_timeout,
         )
         self._turn_timeout = turn_timeout
         self._idle_timeout = idle_timeout
@@ -168,6 +194,8 @@ class TaskService:
         self._slots = TurnSlots(
             max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
         )
+        self._draining = False
+        self._drain_started: anyio.Event
         self._max_parts = max_parts
         self._max_file_bytes = max_file_bytes
         self._live: dict[str, TaskRun] = {}
@@ -184,6 +212,7 @@ class TaskService:
     async def running(self) -> AsyncIterator[TaskService]:
         """Open the stores, reconcile, start the backend; on exit stop every turn, then close
         in reverse order."""
+        self._drain_started = anyio.Event()
         await self._store.open()
         try:
             await self._sessions.store.open()
@@ -220,6 +249,15 @@ class TaskService:
             tg.start_soon(self._sweep_sessions_forever)
 
     @property
+    def draining(self) -> bool:
+        """True once shutdown began: new messages are refused, running turns may finish."""
+        return self._draining
+
+    async def wait_draining(self) -> None:
+        """Return once shutdown has begun."""
+        await self._drain_started.wait()
+
+    @property
     def sessions(self) -> SessionManager:
         return self._sessions
 
@@ -247,17 +285,26 @@ class TaskService:
             run.broker.close()
 
     async def _stop_turns(self) -> None:
+        """Queued turns fail now; running ones get up to `shutdown_timeout` to finish, then
+        are stopped (the agent interrupted) and fail with the shutdown reason."""
+        self._draining = True
+        self._drain_started.set()
         runs = [r for r in self._live.values() if r.running]
         for run in runs:
-            run.stop_reason = SHUTDOWN_REASON
-            if run.scope is not None:
-                run.scope.cancel()
-            elif not run.task.status.state.terminal:
-                # Still queued in its lane: it will see the terminal state and never start.
+            if run.scope is None and not run.task.status.state.terminal:
                 await run.set_status(
                     TaskState.FAILED, agent_message(run.task, [Part(text=SHUTDOWN_REASON)])
                 )
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
         with anyio.move_on_after(self._shutdown_timeout):
+            for run in runs:
+                await run.finished.wait()
+        for run in runs:
+            if run.running and run.scope is not None:
+                run.stop_reason = SHUTDOWN_REASON
+                run.scope.cancel()
+        with anyio.move_on_after(self._cancel_timeout):
             for run in runs:
                 await run.finished.wait()
 
@@ -338,6 +385,18 @@ class TaskService:
     async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
         """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
         config = request.configuration
+        history_length = config.history_length if config else None
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True)
+            answer()
+            if config is None or not config.return_immediately:
+                async for _ in stream:
+                    pass
+            else:
+                stream.close()
+            return apply_history_length(paused.snapshot(), history_length)
         run, lane = await self._accept(principal, request.message)
         if config is not None and config.return_immediately:
             run.announce()
@@ -350,11 +409,16 @@ class TaskService:
             pass
         if run.reply is not None:
             return run.reply
-        history_length = config.history_length if config else None
         return apply_history_length(run.snapshot(), history_length)
 
     async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
+        approval = await self._approval_answer(principal, request.message)
+        if approval is not None:
+            paused, answer = approval
+            stream = self._watch(paused, at_interrupt=True, snapshot=True)
+            answer()
+            return stream
         run, lane = await self._accept(principal, request.message)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
         self._start(run, lane, request)
@@ -371,6 +435,28 @@ class TaskService:
             run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
             self._live[task_id] = run
         return self._watch(run, at_interrupt=False, snapshot=True)
+
+    async def _approval_answer(
+        self, principal: str, message: Message
+    ) -> tuple[TaskRun, Callable[[], None]] | None:
+        """When `message` answers the approval a paused turn waits on: resume the task (it is
+        WORKING again, the answer in its history) and return it with the call that hands the
+        answer to the agent (made once the caller watches, so no event is missed)."""
+        run = self._live.get(message.task_id) if message.task_id else None
+        if run is None or run.principal != principal:
+            return None
+        pending = run.pending_approval
+        if pending is None:
+            return None
+        if message.context_id and message.context_id != run.task.context_id:
+            raise InvalidParamsError(
+                f"Context {message.context_id} does not match context {run.task.context_id} "
+                f"of task {run.task.id}",
+                violations=[("message.contextId", "does not match the task's context")],
+            )
+        answer = answer_of(message)
+        await run.resume_after_input(message.model_copy(update={"context_id": run.task.context_id}))
+        return run, lambda: pending.reply.answer(answer)
 
     def _watch(self, run: TaskRun, *, at_interrupt: bool, snapshot: bool = False) -> EventStream:
         first = StreamResponse(task=run.snapshot()) if snapshot else None
@@ -396,6 +482,8 @@ class TaskService:
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
         before anything is stored.
         """
+        if self._draining:
+            raise UnsupportedOperationError("The daemon is shutting down; send this again later")
         check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
         if message.task_id:
             task = await self._load(principal, message.task_id)
@@ -466,6 +554,7 @@ class TaskService:
             session_id=None,
             parts=tuple(part_to_content(p) for p in message.parts),
             metadata=dict(request.metadata or {}),
+            approvals=self._approvals,
         )
         self._tg.start_soon(self._drive, run, turn, lane)
 
@@ -474,15 +563,19 @@ class TaskService:
         store) ends this turn only, never the service."""
         waiting = True
         try:
-            async with self._lanes.turn(run.principal, run.task.context_id, lane):
-                if not run.task.status.state.terminal:
-                    async with self._slots.turn(run.principal):
-                        waiting = False
-                        if not run.task.status.state.terminal:
-                            await self._run_turn(run, turn)
+            with anyio.CancelScope() as queued:
+                run.queued_scope = queued
+                async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                    if not run.task.status.state.terminal:
+                        async with self._slots.turn(run.principal):
+                            waiting = False
+                            run.queued_scope = None
+                            if not run.task.status.state.terminal:
+                                await self._run_turn(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
+            run.queued_scope = None
             if waiting:
                 self._slots.withdraw()
             run.running = False
@@ -501,6 +594,14 @@ class TaskService:
         started: Turn | None = None
         with anyio.CancelScope() as scope:
             run.scope = scope
+            run.hooks, run.turn, run.cause = self._hooks, turn, None
+            refusal = await self._hooks.refusal(turn)
+            if refusal is not None:
+                log.info("turn.refused", task_id=run.task.id)
+                await run.set_status(
+                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
+                )
+                return
             lease = await self._sessions.begin(
                 run.principal, run.task.context_id, task_session=self._task_session(run)
             )
@@ -510,6 +611,7 @@ class TaskService:
                     utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
                 )
                 started = replace(turn, session_id=lease.session_id, deadline=deadline)
+                run.turn = started
                 timed_out = await self._run_bounded(run, started, lease)
             finally:
                 with anyio.CancelScope(shield=True):
@@ -549,6 +651,8 @@ class TaskService:
                 await self._runner.run(run, turn, on_session)
         except IdleTimeoutError:
             return _idle_timeout_reason(self._idle_timeout or 0)
+        except ApprovalTimeoutError:
+            return APPROVAL_TIMEOUT_REASON
         except Exception as exc:
             error_id = uuid.uuid4().hex[:12]
             log.exception(
@@ -586,8 +690,10 @@ class TaskService:
                 with anyio.move_on_after(self._cancel_timeout):
                     await run.finished.wait()
             else:
-                # Still queued behind another turn: it sees the terminal state and never starts.
+                # Still queued: it never starts, and its place goes to the next one at once.
                 await run.set_status(TaskState.CANCELED)
+                if run.queued_scope is not None:
+                    run.queued_scope.cancel()
             return run.snapshot()
         if run is None:
             run = TaskRun(principal, task, self._store, announced=True, first_turn=False)

@@ -7,6 +7,8 @@ The prompt says what to do, so tests read as conversations:
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
   `stall`     report progress, then wait forever (for idle timeouts)
+  `tool: N`   call tool N, then answer
+  `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
 Anything else is echoed back.
 
 Sessions behave like an agent's: a turn without a session id starts a new one (a fresh id),
@@ -18,12 +20,14 @@ backend object, so a test can hand the same backend to a second app to play a da
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
 
 from core.backend import (
+    ApprovalAnswer,
+    ApprovalRequest,
     BackendEvent,
     Diagnosis,
     DirectReply,
@@ -35,8 +39,20 @@ from core.backend import (
     Text,
     TextContent,
     TextDelta,
+    ToolCall,
     Turn,
 )
+
+# Commands whose events depend on the argument only.
+_SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
+    "echo": lambda arg: [Text(arg)],
+    "ask": lambda arg: [NeedsInput(arg)],
+    "fail": lambda arg: [Failed("error", arg)],
+    "reject": lambda arg: [Failed("rejected", arg)],
+    "reply": lambda arg: [DirectReply((TextContent(arg),))],
+    "deltas": lambda arg: [TextDelta(piece) for piece in arg.split("|")],
+    "tool": lambda arg: [ToolCall("call-1", arg, {"command": "ls"}), Text(f"ran {arg}")],
+}
 
 
 class ScriptedBackend:
@@ -51,6 +67,7 @@ class ScriptedBackend:
         self.blocked: dict[str, anyio.Event] = {}
         self.block_entered: dict[str, anyio.Event] = {}
         self.sessions: dict[str, list[str]] = {}
+        self.answers: list[ApprovalAnswer] = []
         self.dropped: list[str] = []
         self.dropped_event = anyio.Event()
         self.resume_prefix: str | None = None
@@ -72,23 +89,17 @@ class ScriptedBackend:
         session_id, earlier = self._open_session(turn)
         yield SessionBound(session_id)
         command, _, arg = turn.text.partition(":")
-        arg = arg.strip()
-        match command.strip():
-            case "echo":
-                yield Text(arg)
-            case "ask":
-                yield NeedsInput(arg)
-            case "fail":
-                yield Failed("error", arg)
-            case "reject":
-                yield Failed("rejected", arg)
+        command, arg = command.strip(), arg.strip()
+        if command in _SCRIPTED:
+            for event in _SCRIPTED[command](arg):
+                yield event
+            return
+        match command:
             case "crash":
                 raise RuntimeError("backend exploded")
-            case "reply":
-                yield DirectReply((TextContent(arg),))
-            case "deltas":
-                for piece in arg.split("|"):
-                    yield TextDelta(piece)
+            case "approve":
+                async for event in self._permission(turn, arg):
+                    yield event
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
             case "stall":
@@ -102,6 +113,27 @@ class ScriptedBackend:
                 yield Text("released")
             case _:
                 yield Text(turn.text)
+
+    async def _permission(self, turn: Turn, tool: str) -> AsyncIterator[BackendEvent]:
+        """Run `tool`, asking first when the turn says so (as a real agent's permission
+        callback would: it waits for the reply while the turn is paused)."""
+        if turn.approvals == "ask":
+            request = ApprovalRequest(
+                request_id=f"req-{tool}",
+                kind="command",
+                tool=tool,
+                summary=f"Run `{tool}` in the working directory",
+                detail={"command": tool},
+            )
+            self.entered(turn.task_id).set()
+            yield request
+            answer = await request.reply.wait()
+            self.answers.append(answer)
+            if answer.decision == "deny":
+                yield Text(f"denied: {answer.message or 'no reason given'}")
+                return
+        yield ToolCall("call-1", tool, {"command": tool})
+        yield Text(f"ran {tool}")
 
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
         """The session this turn continues (or a new one), and its prompts before this turn."""

@@ -1,0 +1,96 @@
+"""`a2a-wrapper check`, `card` and `schema`, called in-process (`main(argv)`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.cli import main
+
+SCRIPTED = "tests.support.scripted:ScriptedBackend"
+
+
+def write(tmp_path: Path, config: dict[str, Any]) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"backend": SCRIPTED, "server": {"prot": 1}}, "server.prot: unknown key"),
+        (
+            {"backend": SCRIPTED, "server": {"port": "eighty"}},
+            "server.port: Input should be a valid integer",
+        ),
+        (
+            {"backend": SCRIPTED, "server": {"auth": {"tokens": [{"token": "${NO_SUCH_VAR_X}"}]}}},
+            "server.auth.tokens[0].token: environment variable NO_SUCH_VAR_X is not set",
+        ),
+        ({"backend": "nope"}, "unknown backend 'nope'"),
+        (
+            {"backend": SCRIPTED, "server": {"host": "0.0.0.0"}},  # noqa: S104 - config data
+            "server.allowUnauthenticated: true",
+        ),
+    ],
+    ids=["unknown-key", "wrong-type", "missing-env", "unknown-backend", "public-bind"],
+)
+def test_check_reports_a_broken_config_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, Any], expected: str
+) -> None:
+    code = main(["check", write(tmp_path, config)])
+
+    assert code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_check_reports_the_backend_and_the_card(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check", write(tmp_path, {"backend": SCRIPTED})])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "config ok (backend tests.support.scripted:ScriptedBackend)" in out
+    assert "  ok   backend: in-process, nothing to check" in out
+    assert "  ok   auth: none (loopback only)" in out
+    card = json.loads(out[out.index("agent card:") + len("agent card:") :])
+    assert card["name"] == "a2a-wrapper"
+
+
+def test_card_prints_what_the_daemon_would_serve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {
+        "backend": SCRIPTED,
+        "server": {
+            "publicUrl": "https://agents.example",
+            "auth": {"tokens": [{"token": "t", "principal": "p"}]},
+        },
+    }
+    path = write(tmp_path, config)
+
+    assert main(["card", path]) == 0
+    merged = json.loads(capsys.readouterr().out)
+    assert main(["card", path, "--strict"]) == 0
+    strict = json.loads(capsys.readouterr().out)
+
+    assert merged["url"] == "https://agents.example/a2a/jsonrpc"
+    assert merged["security"] == [{"bearer": []}]
+    assert "url" not in strict
+    assert strict["securitySchemes"] == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+
+
+def test_every_committed_config_passes_check(
+    repo_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configs = sorted((repo_root / "config").glob("*.json"))
+    configs = [c for c in configs if c.name != "schema.json"]
+
+    results = {c.name: main(["check", str(c)]) for c in configs}
+
+    assert all(code in (0, 1) for code in results.values()), capsys.readouterr().err
