@@ -37,7 +37,7 @@ from wrappers.claude import ClaudeBackend, ClaudeStartError, create
 async def test_an_idle_warm_process_is_stopped_and_the_next_turn_resumes_its_session(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    client = await start_daemon(claude_env.settings(claude={"warmIdle": 300}))
+    client = await start_daemon(claude_env.settings(claude={"warmIdle": 1000}))
     first = await send(client, "Remember the word PAPAYA.", "ctx-w")
     (pid,) = claude_processes()
 
@@ -59,10 +59,12 @@ async def test_beyond_max_warm_the_least_recently_used_process_is_stopped(
 
     await send(client, "Remember the word MANGO.", "ctx-b")
     await wait_exited(pid_a)
+    (pid_b,) = claude_processes()
     again_a = await send(client, "Which word was it?", "ctx-a")
 
     assert again_a["status"]["state"] == COMPLETED
     assert (await mock.wait_for_request(3)).texts("assistant") == [answer(first_a)]
+    await wait_exited(pid_b)
     assert len(claude_processes()) == 1
 
 
