@@ -274,11 +274,11 @@ class ClaudeBackend:
         key: Key = (turn.principal, turn.context_id)
         warm = self._pool.get(key)
         if warm is not None:
-            if not warm.busy and turn.session_id is not None and warm.session_id == turn.session_id:
+            reason = self._unusable(warm, turn)
+            if reason is None:
                 self._pool.checkout(warm, turn.task_id)
                 return warm, []
-            # Busy here means a turn that ended without being interrupted: its state is unknown.
-            await self._retire(warm, "stale" if warm.busy else "other session", force=warm.busy)
+            await self._retire(warm, reason, force=warm.busy)
         notes: list[BackendEvent] = []
         try:
             warm = await self._connect(key, turn.session_id)
@@ -295,6 +295,18 @@ class ClaudeBackend:
             await self._retire(evicted, "maxWarm")
         self._notify()
         return warm, notes
+
+    @staticmethod
+    def _unusable(warm: WarmClient, turn: Turn) -> str | None:
+        """Why the context's warm client cannot take `turn`, or None when it can."""
+        if warm.busy:
+            # A turn that ended without being interrupted: the client's state is unknown.
+            return "stale"
+        if turn.session_id is None or warm.session_id != turn.session_id:
+            return "other session"
+        if warm.pid is not None and not process.alive(warm.pid):
+            return "exited"
+        return None
 
     async def _connect(self, key: Key, resume: str | None) -> WarmClient:
         stopping = self._stopping_sessions.get(resume) if resume is not None else None

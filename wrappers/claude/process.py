@@ -53,6 +53,20 @@ def find_child(marker: str) -> int | None:
     return None
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs (an exited child not yet reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with suppress(OSError, IndexError):
+        stat = (PROC / str(pid) / "stat").read_text()
+        return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+    return True
+
+
 def _signal(pid: int, sig: signal.Signals) -> None:
     with suppress(ProcessLookupError, PermissionError):
         os.kill(pid, sig)

@@ -170,3 +170,19 @@ async def test_an_agent_that_dies_mid_turn_fails_the_task_and_the_next_turn_resu
     assert (await mock.wait_for_request(3)).texts("assistant") == [answer(first)]
     assert wrapper(after)["sessionId"] == wrapper(first)["sessionId"]
     assert pid not in claude_processes()
+
+
+async def test_a_warm_process_that_died_between_turns_is_replaced_transparently(
+    start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    client = await start_daemon()
+    first = await send(client, "Remember the word PAPAYA.", "ctx-d")
+    (pid,) = claude_processes()
+    os.kill(pid, signal.SIGKILL)
+    await wait_exited(pid)
+
+    after = await send(client, "Which word was it?", "ctx-d")
+
+    assert after["status"]["state"] == COMPLETED
+    assert (await mock.wait_for_request(2)).texts("assistant") == [answer(first)]
+    assert wrapper(after)["sessionId"] == wrapper(first)["sessionId"]
