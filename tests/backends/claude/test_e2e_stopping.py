@@ -167,7 +167,9 @@ async def test_an_agent_that_dies_mid_turn_fails_the_task_and_the_next_turn_resu
     await wait_exited(pid)
     after = await send(client, "Which word was it?", "ctx-x")
     assert after["status"]["state"] == COMPLETED
-    assert (await mock.wait_for_request(3)).texts("assistant") == [answer(first)]
+    # When the killed turn's prompt reached the transcript, the resumed CLI closes that turn
+    # with a note of its own; the earlier answer is there either way.
+    assert (await mock.wait_for_request(3)).texts("assistant")[0] == answer(first)
     assert wrapper(after)["sessionId"] == wrapper(first)["sessionId"]
     assert pid not in claude_processes()
 
