@@ -94,10 +94,11 @@ async def test_an_agent_that_ignores_its_interrupt_is_killed_and_the_task_cancel
 
 
 async def test_shutdown_stops_a_running_turn_and_every_process(
-    start_daemon: StartDaemon, mock: AnthropicMock
+    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
     mock.on("stall now", Reply(text="never sent", stall=120))
-    client = await start_daemon()
+    # A running turn gets server.shutdownTimeout to finish before it is stopped.
+    client = await start_daemon(claude_env.settings(server={"shutdownTimeout": 500}))
     await send(client, "Hello.", "ctx-idle")
     task = await send(client, "stall now", "ctx-busy", returnImmediately=True)
     stalled = await mock.wait_for_request(2)
