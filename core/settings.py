@@ -229,6 +229,27 @@ class ApprovalSettings(Block):
     )
 
 
+class PushSettings(Block):
+    enabled: bool = Field(
+        default=False,
+        description="Offer push notifications (card capabilities.pushNotifications); when false "
+        "every push operation answers PushNotificationNotSupported",
+    )
+    max_attempts: int = Field(
+        default=6, ge=1, description="Delivery attempts per notification before giving up"
+    )
+    timeout: int = Field(default=10_000, ge=1, description="ms one delivery attempt may take")
+    backoff: int = Field(
+        default=1000, ge=0, description="ms before the first retry; doubles per retry, jittered"
+    )
+    max_backoff: int = Field(default=60_000, ge=0, description="ms between retries at most")
+    allow_private_targets: bool = Field(
+        default=False,
+        description="Allow webhooks on loopback, private, link-local and other non-public "
+        "addresses (tests, local setups); never the default",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         alias_generator=to_camel,
@@ -250,6 +271,7 @@ class Settings(BaseSettings):
     output: OutputSettings = Field(default_factory=OutputSettings)
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    push: PushSettings = Field(default_factory=PushSettings)
     claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
     codex: CodexConfig = Field(default_factory=CodexConfig)
     opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)

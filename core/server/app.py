@@ -18,12 +18,16 @@ from core.server import jsonrpc, rest, rest_v03
 from core.server.auth import Authenticator
 from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
 from core.tasks.hooks import Hooks, load_hook
+from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
+from core.tasks.push_sqlite import SqlitePushStore
+from core.tasks.push_store import InMemoryPushStore, PushStore
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskStore
@@ -47,16 +51,41 @@ def build_session_store(settings: Settings) -> SessionStore:
     return SqliteSessionStore(settings.storage.resolved_path())
 
 
+def build_push(
+    settings: Settings, store: PushStore | None = None, sender: PushSender | None = None
+) -> PushDispatcher | None:
+    """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
+    push = settings.push
+    if not push.enabled:
+        return None
+    if store is None:
+        store = (
+            InMemoryPushStore()
+            if settings.storage.kind == "memory"
+            else SqlitePushStore(settings.storage.resolved_path())
+        )
+    policy = RetryPolicy(
+        max_attempts=push.max_attempts,
+        timeout=push.timeout / 1000,
+        backoff=push.backoff / 1000,
+        max_backoff=push.max_backoff / 1000,
+    )
+    return PushDispatcher(store, sender or HttpPushSender(push), policy)
+
+
 def create_app(
     settings: Settings,
     *,
     backend: Backend | None = None,
     store: TaskStore | None = None,
     session_store: SessionStore | None = None,
+    push_store: PushStore | None = None,
+    push_sender: PushSender | None = None,
     clock: Clock = system_clock,
 ) -> web.Application:
     """Build the daemon's app. `backend` and the stores default to what the settings name;
-    `clock` (tests) is what session expiry reads."""
+    `push_sender` (tests) replaces the HTTP sender; `clock` (tests) is what session expiry
+    reads."""
     auth = Authenticator(settings, PUBLIC_PATHS)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
@@ -98,6 +127,7 @@ def create_app(
         approvals=settings.approvals.mode,
         approval_timeout=settings.approvals.timeout / 1000,
         approval_on_timeout=settings.approvals.on_timeout,
+        push=build_push(settings, push_store, push_sender),
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)

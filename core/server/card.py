@@ -119,7 +119,7 @@ class CardProvider:
             INTERFACES,
             v03_fields=not strict,
             streaming=True,
-            push_notifications=False,
+            push_notifications=self._settings.push.enabled,
             extended_card=self._settings.agent_card.extended is not None,
             extensions=self._extensions,
         )

@@ -15,6 +15,7 @@ from core.server.rest_common import (
     query_int,
     route,
 )
+from core.server.rpc_v1 import config_page
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -22,6 +23,7 @@ from core.wire.models import (
     Message,
     SendMessageRequest,
     StreamResponse,
+    TaskPushNotificationConfig,
 )
 from core.wire.versions import V1_0
 
@@ -76,6 +78,29 @@ async def subscribe(request: web.Request, call: Call) -> RestResult:
     return encoded(stream, StreamResponse.dump)
 
 
+async def create_push_config(request: web.Request, call: Call) -> RestResult:
+    body = {**await json_body(request), "taskId": request.match_info["id"]}
+    config = parse(TaskPushNotificationConfig, body)
+    return (await call.service.create_push_config(call.principal, config, version="1.0")).dump()
+
+
+async def list_push_configs(request: web.Request, call: Call) -> RestResult:
+    configs = await call.service.list_push_configs(call.principal, request.match_info["id"])
+    page_size = query_int(request, "pageSize")
+    return config_page(configs, page_size, request.query.get("pageToken"))
+
+
+async def get_push_config(request: web.Request, call: Call) -> RestResult:
+    task_id, config_id = request.match_info["id"], request.match_info["config_id"]
+    return (await call.service.get_push_config(call.principal, task_id, config_id)).dump()
+
+
+async def delete_push_config(request: web.Request, call: Call) -> RestResult:
+    task_id, config_id = request.match_info["id"], request.match_info["config_id"]
+    await call.service.delete_push_config(call.principal, task_id, config_id)
+    return {}
+
+
 async def extended_card(request: web.Request, call: Call) -> RestResult:
     return call.card.extended(strict=True)
 
@@ -88,7 +113,9 @@ ROUTES = [
     ("POST", f"/tasks/{TASK}:cancel", cancel),
     ("POST", f"/tasks/{TASK}:subscribe", subscribe),
     ("GET", f"/tasks/{TASK}:subscribe", subscribe),
-    *push_config_routes(TASK),
+    *push_config_routes(
+        TASK, create_push_config, list_push_configs, get_push_config, delete_push_config
+    ),
     ("GET", "/extendedAgentCard", extended_card),
 ]
 

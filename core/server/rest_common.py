@@ -72,19 +72,27 @@ def query_int(request: web.Request, name: str) -> int | None:
         ) from exc
 
 
-async def push_not_supported(request: web.Request, call: Call) -> RestResult:
-    raise PushNotificationNotSupportedError
-
-
-def push_config_routes(task: str) -> list[tuple[str, str, RestHandler]]:
-    """The push-config routes of a task path; push is not offered yet in either dialect."""
+def push_config_routes(
+    task: str, create: RestHandler, list_: RestHandler, get: RestHandler, delete: RestHandler
+) -> list[tuple[str, str, RestHandler]]:
+    """The push-config routes of a task path. While push is off every one of them answers
+    PushNotificationNotSupported, before looking at the request."""
     configs = f"/tasks/{task}/pushNotificationConfigs"
     return [
-        ("POST", configs, push_not_supported),
-        ("GET", configs, push_not_supported),
-        ("GET", configs + "/{config_id}", push_not_supported),
-        ("DELETE", configs + "/{config_id}", push_not_supported),
+        ("POST", configs, _push_gate(create)),
+        ("GET", configs, _push_gate(list_)),
+        ("GET", configs + "/{config_id}", _push_gate(get)),
+        ("DELETE", configs + "/{config_id}", _push_gate(delete)),
     ]
+
+
+def _push_gate(handler: RestHandler) -> RestHandler:
+    async def gated(request: web.Request, call: Call) -> RestResult:
+        if not call.service.push_enabled:
+            raise PushNotificationNotSupportedError
+        return await handler(request, call)
+
+    return gated
 
 
 def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:

@@ -30,6 +30,7 @@ from core.wire.models import (
     Message,
     SendMessageRequest,
     StreamResponse,
+    TaskPushNotificationConfig,
 )
 from core.wire.versions import V0_3
 
@@ -46,14 +47,14 @@ async def _send_request(request: web.Request) -> SendMessageRequest:
 
 
 async def send(request: web.Request, call: Call) -> RestResult:
-    outcome = await call.service.send(call.principal, await _send_request(request))
+    outcome = await call.service.send(call.principal, await _send_request(request), version="0.3")
     if isinstance(outcome, Message):
         return {"message": v03_rest.message_out(outcome)}
     return {"task": v03_rest.task_out(outcome)}
 
 
 async def stream(request: web.Request, call: Call) -> RestResult:
-    events = await call.service.stream(call.principal, await _send_request(request))
+    events = await call.service.stream(call.principal, await _send_request(request), version="0.3")
     return encoded(events, _final_after(closes_at_interrupt=True))
 
 
@@ -87,6 +88,37 @@ async def subscribe(request: web.Request, call: Call) -> RestResult:
     return encoded(events, _final_after(closes_at_interrupt=False))
 
 
+def _ids(request: web.Request) -> tuple[str, str]:
+    config_id = v03_rest.strip_resource(request.match_info["config_id"], "pushNotificationConfigs")
+    return request.match_info["id"], config_id
+
+
+async def create_push_config(request: web.Request, call: Call) -> RestResult:
+    body = v03_rest.push_config_body_in(await json_body(request), request.match_info["id"])
+    config = parse(TaskPushNotificationConfig, body)
+    created = await call.service.create_push_config(
+        call.principal, config, version="0.3", field="pushNotificationConfig"
+    )
+    return v03_rest.push_config_out(created)
+
+
+async def list_push_configs(request: web.Request, call: Call) -> RestResult:
+    configs = await call.service.list_push_configs(call.principal, request.match_info["id"])
+    return {"configs": [v03_rest.push_config_out(c) for c in configs]}
+
+
+async def get_push_config(request: web.Request, call: Call) -> RestResult:
+    task_id, config_id = _ids(request)
+    config = await call.service.get_push_config(call.principal, task_id, config_id)
+    return v03_rest.push_config_out(config)
+
+
+async def delete_push_config(request: web.Request, call: Call) -> RestResult:
+    task_id, config_id = _ids(request)
+    await call.service.delete_push_config(call.principal, task_id, config_id)
+    return {}
+
+
 async def card(request: web.Request, call: Call) -> RestResult:
     """`GET /v1/card`: the authenticated extended card, or the public one without it."""
     if request.app[SETTINGS].agent_card.extended is None:
@@ -102,7 +134,9 @@ ROUTES = [
     ("POST", f"/tasks/{TASK}:cancel", cancel),
     ("GET", f"/tasks/{TASK}:subscribe", subscribe),
     ("POST", f"/tasks/{TASK}:subscribe", subscribe),
-    *push_config_routes(TASK),
+    *push_config_routes(
+        TASK, create_push_config, list_push_configs, get_push_config, delete_push_config
+    ),
     ("GET", "/card", card),
 ]
 

@@ -6,18 +6,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.server.calls import Call, Streaming, encoded, parse
-from core.wire.errors import PushNotificationNotSupportedError
+from core.wire.errors import InvalidParamsError, PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     Message,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
+    TaskPushConfigRequest,
+    TaskPushNotificationConfig,
 )
 
-Result = dict[str, Any] | None | Streaming
+Result = dict[str, Any] | list[Any] | None | Streaming
 Handler = Callable[[Call], Awaitable[Result]]
 
 
@@ -57,8 +60,65 @@ async def subscribe_to_task(call: Call) -> Result:
     )
 
 
-async def push_not_supported(call: Call) -> Result:
-    raise PushNotificationNotSupportedError
+def require_push(call: Call) -> None:
+    """Every push operation answers PushNotificationNotSupported while push is off, whatever
+    its params (A2A §3.3.4)."""
+    if not call.service.push_enabled:
+        raise PushNotificationNotSupportedError
+
+
+def config_page(
+    configs: list[TaskPushNotificationConfig], page_size: int | None, page_token: str | None
+) -> dict[str, Any]:
+    """`ListTaskPushNotificationConfigsResponse`; the page token is an offset."""
+    try:
+        start = int(page_token) if page_token else 0
+    except ValueError as exc:
+        raise InvalidParamsError(
+            "Invalid pageToken", violations=[("pageToken", "invalid")]
+        ) from exc
+    if start < 0 or (page_size is not None and page_size < 0):
+        raise InvalidParamsError("Invalid page", violations=[("pageToken", "invalid")])
+    end = start + page_size if page_size else len(configs)
+    token = str(end) if end < len(configs) else ""
+    return ListTaskPushNotificationConfigsResponse(
+        configs=configs[start:end], next_page_token=token
+    ).dump()
+
+
+def _config_request(call: Call, *, need_id: bool) -> TaskPushConfigRequest:
+    request = parse(TaskPushConfigRequest, call.params)
+    if need_id and not request.id:
+        raise InvalidParamsError("id is required", violations=[("id", "required")])
+    return request
+
+
+async def create_push_config(call: Call) -> Result:
+    require_push(call)
+    config = parse(TaskPushNotificationConfig, call.params)
+    created = await call.service.create_push_config(call.principal, config, version="1.0")
+    return created.dump()
+
+
+async def get_push_config(call: Call) -> Result:
+    require_push(call)
+    request = _config_request(call, need_id=True)
+    config = await call.service.get_push_config(call.principal, request.task_id, request.id)
+    return config.dump()
+
+
+async def list_push_configs(call: Call) -> Result:
+    require_push(call)
+    request = _config_request(call, need_id=False)
+    configs = await call.service.list_push_configs(call.principal, request.task_id)
+    return config_page(configs, request.page_size, request.page_token)
+
+
+async def delete_push_config(call: Call) -> Result:
+    require_push(call)
+    request = _config_request(call, need_id=True)
+    await call.service.delete_push_config(call.principal, request.task_id, request.id or "")
+    return None
 
 
 async def extended_card(call: Call) -> Result:
@@ -76,9 +136,9 @@ METHODS: dict[str, Handler] = {
     "ListTasks": list_tasks,
     "CancelTask": cancel_task,
     "SubscribeToTask": subscribe_to_task,
-    "CreateTaskPushNotificationConfig": push_not_supported,
-    "GetTaskPushNotificationConfig": push_not_supported,
-    "ListTaskPushNotificationConfigs": push_not_supported,
-    "DeleteTaskPushNotificationConfig": push_not_supported,
+    "CreateTaskPushNotificationConfig": create_push_config,
+    "GetTaskPushNotificationConfig": get_push_config,
+    "ListTaskPushNotificationConfigs": list_push_configs,
+    "DeleteTaskPushNotificationConfig": delete_push_config,
     "GetExtendedAgentCard": extended_card,
 }

@@ -7,6 +7,7 @@ the snapshot, the persisted copy and what subscribers see never disagree.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -63,6 +64,14 @@ class TaskRun:
     pending_approval: ApprovalRequest | None = None
     turn: Turn | None = None
     cause: BackendEvent | None = None
+    # Told of every event after the broker (push notifications); must not block.
+    notify: Callable[[TaskRun, StreamResponse], None] | None = None
+
+    def publish(self, event: StreamResponse) -> None:
+        """Hand an event to the task's subscribers, then to `notify`. Never waits."""
+        self.broker.publish(event)
+        if self.notify is not None:
+            self.notify(self, event)
 
     def snapshot(self) -> Task:
         return self.task.model_copy(deep=True)
@@ -71,7 +80,7 @@ class TaskRun:
         """Make the task visible to stream subscribers (first event: the Task snapshot)."""
         if not self.announced:
             self.announced = True
-            self.broker.publish(StreamResponse(task=self.snapshot()))
+            self.publish(StreamResponse(task=self.snapshot()))
 
     async def _outgoing(self, event: StreamResponse) -> StreamResponse | None:
         """The event after the afterEvent hook (None: dropped); unchanged outside a turn."""
@@ -107,7 +116,7 @@ class TaskRun:
         )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self.store.save(self.principal, self.task)
-        self.broker.publish(event.model_copy(deep=True))
+        self.publish(event.model_copy(deep=True))
         if status.state.terminal:
             self.broker.close()
 
@@ -135,7 +144,7 @@ class TaskRun:
             )
         )
         if event is not None:
-            self.broker.publish(event)
+            self.publish(event)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         self.announce()
@@ -167,4 +176,4 @@ class TaskRun:
         else:
             artifacts.append(update.artifact)
         self.task.artifacts = artifacts
-        self.broker.publish(event)
+        self.publish(event)

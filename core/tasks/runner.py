@@ -280,7 +280,7 @@ class TurnRunner:
             parts=[content_to_part(c) for c in event.parts],
         )
         await run.store.delete(run.principal, run.task.id)
-        run.broker.publish(StreamResponse(message=run.reply))
+        run.publish(StreamResponse(message=run.reply))
         run.broker.close()
 
     def record_session(self, run: TaskRun, session_id: str | None) -> None:

@@ -9,6 +9,7 @@ group, not in the request).
 
 from __future__ import annotations
 
+import builtins
 import math
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -30,6 +31,8 @@ from core.tasks.content import part_to_content
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
 from core.tasks.limits import TurnSlots, check_message
+from core.tasks.push import PushDispatcher, PushTargetRefusedError
+from core.tasks.push_store import PushVersion, StoredConfig
 from core.tasks.run import TaskRun, agent_message
 from core.tasks.runner import (
     WRAPPER_METADATA_KEY,
@@ -43,6 +46,7 @@ from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import (
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -58,6 +62,7 @@ from core.wire.models import (
     SendMessageRequest,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskStatus,
 )
 
@@ -169,9 +174,11 @@ class TaskService:
         approvals: Literal["policy", "ask"] = "policy",
         approval_timeout: float | None = None,
         approval_on_timeout: Literal["deny", "fail"] = "deny",
+        push: PushDispatcher | None = None,
     ) -> None:
         self._store = store
         self._approvals = approvals
+        self._push = push
         self._hooks = hooks
         self._backend = backend
         self._sessions = sessions or SessionManager(
@@ -216,6 +223,8 @@ class TaskService:
         await self._store.open()
         try:
             await self._sessions.store.open()
+            if self._push is not None:
+                await self._push.open()
             try:
                 failed = await self._store.fail_unfinished(RESTART_REASON)
                 if failed:
@@ -224,17 +233,25 @@ class TaskService:
                 try:
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
+                        if self._push is not None:
+                            await tg.start(self._push.serve)
                         await self._start_sweeps(tg)
                         try:
                             yield self
                         finally:
                             await self.drain()
+                            if self._push is not None:
+                                # The last events (the shutdown's own) reach the outbox.
+                                with anyio.move_on_after(self._cancel_timeout):
+                                    await self._push.flush()
                             tg.cancel_scope.cancel()
                 finally:
                     self._tg = None
                     self._sweeping_sessions = False
                     await self._backend.aclose()
             finally:
+                if self._push is not None:
+                    await self._push.close()
                 await self._sessions.store.close()
         finally:
             await self._store.close()
@@ -256,6 +273,10 @@ class TaskService:
     async def wait_draining(self) -> None:
         """Return once shutdown has begun."""
         await self._drain_started.wait()
+
+    @property
+    def push_enabled(self) -> bool:
+        return self._push is not None
 
     @property
     def sessions(self) -> SessionManager:
@@ -382,8 +403,11 @@ class TaskService:
 
     # ----- sends -----------------------------------------------------------------------------
 
-    async def send(self, principal: str, request: SendMessageRequest) -> Task | Message:
-        """SendMessage: blocking by default, `returnImmediately` returns the task at once."""
+    async def send(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> Task | Message:
+        """SendMessage: blocking by default, `returnImmediately` returns the task at once.
+        `version` is the caller's protocol version, kept with an inline push config."""
         config = request.configuration
         history_length = config.history_length if config else None
         approval = await self._approval_answer(principal, request.message)
@@ -397,7 +421,7 @@ class TaskService:
             else:
                 stream.close()
             return apply_history_length(paused.snapshot(), history_length)
-        run, lane = await self._accept(principal, request.message)
+        run, lane = await self._accept(principal, request, version)
         if config is not None and config.return_immediately:
             run.announce()
             snapshot = run.snapshot()
@@ -411,7 +435,9 @@ class TaskService:
             return run.reply
         return apply_history_length(run.snapshot(), history_length)
 
-    async def stream(self, principal: str, request: SendMessageRequest) -> EventStream:
+    async def stream(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
         approval = await self._approval_answer(principal, request.message)
         if approval is not None:
@@ -419,7 +445,7 @@ class TaskService:
             stream = self._watch(paused, at_interrupt=True, snapshot=True)
             answer()
             return stream
-        run, lane = await self._accept(principal, request.message)
+        run, lane = await self._accept(principal, request, version)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
         self._start(run, lane, request)
         return stream
@@ -432,7 +458,7 @@ class TaskService:
             )
         run = self._live.get(task_id)
         if run is None:
-            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            run = self._new_run(principal, task, announced=True)
             self._live[task_id] = run
         return self._watch(run, at_interrupt=False, snapshot=True)
 
@@ -458,6 +484,17 @@ class TaskService:
         await run.resume_after_input(message.model_copy(update={"context_id": run.task.context_id}))
         return run, lambda: pending.reply.answer(answer)
 
+    def _new_run(self, principal: str, task: Task, *, announced: bool = False) -> TaskRun:
+        """A run of a new task, or (`announced`) of a stored one."""
+        return TaskRun(
+            principal,
+            task,
+            self._store,
+            announced=announced,
+            first_turn=not announced,
+            notify=self._push.notify if self._push is not None else None,
+        )
+
     def _watch(self, run: TaskRun, *, at_interrupt: bool, snapshot: bool = False) -> EventStream:
         first = StreamResponse(task=run.snapshot()) if snapshot else None
         return EventStream(
@@ -475,8 +512,11 @@ class TaskService:
         ):
             del self._live[run.task.id]
 
-    async def _accept(self, principal: str, message: Message) -> tuple[TaskRun, Lane]:
-        """Validate, take a place in the context's lane, then persist the SUBMITTED task.
+    async def _accept(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> tuple[TaskRun, Lane]:
+        """Validate, take a place in the context's lane, then persist the SUBMITTED task (and
+        the inline push config, before any event of the task exists).
 
         Everything between the checks and marking the run as running is synchronous, so two
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
@@ -484,7 +524,18 @@ class TaskService:
         """
         if self._draining:
             raise UnsupportedOperationError("The daemon is shutting down; send this again later")
+        message = request.message
         check_message(message, max_parts=self._max_parts, max_file_bytes=self._max_file_bytes)
+        inline = (
+            request.configuration.task_push_notification_config
+            if request.configuration is not None
+            else None
+        )
+        if inline is not None:
+            field = "configuration." + (
+                "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
+            )
+            await self._vet_push_config(inline, field)
         if message.task_id:
             task = await self._load(principal, message.task_id)
             run = self._continuable(principal, task, message)
@@ -499,7 +550,7 @@ class TaskService:
                 context_id=context_id,
                 status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
             )
-            run = TaskRun(principal, task, self._store)
+            run = self._new_run(principal, task)
         lane = self._lanes.reserve(principal, run.task.context_id)
         try:
             self._slots.admit()
@@ -514,6 +565,10 @@ class TaskService:
         run.task.status = TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow())
         try:
             await self._store.save(principal, run.task)
+            if inline is not None and self._push is not None:
+                task_id = run.task.id
+                config = inline.model_copy(update={"task_id": task_id, "id": inline.id or task_id})
+                await self._push.put(StoredConfig(principal, version, config))
         except BaseException:
             self._lanes.leave(principal, run.task.context_id, lane)
             self._slots.withdraw()
@@ -537,7 +592,7 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task.id} is still running; wait until it needs input"
             )
-        return run or TaskRun(principal, task, self._store, announced=True, first_turn=False)
+        return run or self._new_run(principal, task, announced=True)
 
     def _start(self, run: TaskRun, lane: Lane, request: SendMessageRequest) -> None:
         if self._tg is None:
@@ -696,7 +751,81 @@ class TaskService:
                     run.queued_scope.cancel()
             return run.snapshot()
         if run is None:
-            run = TaskRun(principal, task, self._store, announced=True, first_turn=False)
+            run = self._new_run(principal, task, announced=True)
         await run.set_status(TaskState.CANCELED)
         self._live.pop(request.id, None)
         return run.snapshot()
+
+    # ----- push notification configs -----------------------------------------------------------
+
+    def _require_push(self) -> PushDispatcher:
+        if self._push is None:
+            raise PushNotificationNotSupportedError
+        return self._push
+
+    async def _vet_push_config(self, config: TaskPushNotificationConfig, field: str) -> None:
+        """Refuse a config that could not be delivered safely, naming the offending field."""
+        push = self._require_push()
+        auth = config.authentication
+        for name, value in (
+            ("token", config.token),
+            ("authentication.scheme", auth.scheme if auth else None),
+            ("authentication.credentials", auth.credentials if auth else None),
+        ):
+            if value and ("\r" in value or "\n" in value):
+                path = f"{field}.{name}" if field else name
+                raise InvalidParamsError(
+                    f"{path} must not contain line breaks", violations=[(path, "line break")]
+                )
+        path = f"{field}.url" if field else "url"
+        try:
+            await push.sender.vet(config.url)
+        except PushTargetRefusedError as exc:
+            raise InvalidParamsError(f"{path}: {exc}", violations=[(path, str(exc))]) from exc
+
+    async def create_push_config(
+        self,
+        principal: str,
+        config: TaskPushNotificationConfig,
+        *,
+        version: PushVersion,
+        field: str = "",
+    ) -> TaskPushNotificationConfig:
+        """Register (or replace) a webhook for the caller's task; a missing id is the task id.
+        `field` prefixes the names of refused fields in errors."""
+        push = self._require_push()
+        if not config.task_id:
+            raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
+        await self._load(principal, config.task_id)
+        await self._vet_push_config(config, field)
+        stored = config.model_copy(update={"id": config.id or config.task_id})
+        await push.put(StoredConfig(principal, version, stored))
+        return stored
+
+    async def get_push_config(
+        self, principal: str, task_id: str, config_id: str | None
+    ) -> TaskPushNotificationConfig:
+        """One config; without an id, the one named after the task, else the first."""
+        push = self._require_push()
+        await self._load(principal, task_id)
+        if config_id:
+            found = await push.store.get_config(principal, task_id, config_id)
+        else:
+            configs = await push.store.list_configs(principal, task_id)
+            found = next((c for c in configs if c.id == task_id), configs[0] if configs else None)
+        if found is None:
+            raise TaskNotFoundError("Push notification config not found")
+        return found.config
+
+    async def list_push_configs(
+        self, principal: str, task_id: str
+    ) -> builtins.list[TaskPushNotificationConfig]:
+        push = self._require_push()
+        await self._load(principal, task_id)
+        return [c.config for c in await push.store.list_configs(principal, task_id)]
+
+    async def delete_push_config(self, principal: str, task_id: str, config_id: str) -> None:
+        """Idempotent: deleting a config that is not there succeeds."""
+        push = self._require_push()
+        await self._load(principal, task_id)
+        await push.delete(principal, task_id, config_id)

@@ -197,6 +197,11 @@ class TaskPushConfigRequest(WireModel):
     page_token: str | None = None
 
 
+class ListTaskPushNotificationConfigsResponse(WireModel):
+    configs: list[TaskPushNotificationConfig]
+    next_page_token: str = ""
+
+
 class GetExtendedAgentCardRequest(WireModel):
     tenant: str | None = None
 

@@ -17,6 +17,7 @@ from core.wire.models import (
     Part,
     StreamResponse,
     Task,
+    TaskPushNotificationConfig,
     TaskStatus,
 )
 
@@ -106,10 +107,48 @@ def send_params_in(params: dict[str, Any]) -> dict[str, Any]:
                 v1[key] = config[key]
         if config.get("blocking") is False:
             v1["returnImmediately"] = True
+        if config.get("pushNotificationConfig") is not None:
+            v1["taskPushNotificationConfig"] = push_config_in(config["pushNotificationConfig"])
         out["configuration"] = v1
     elif config is not None:
         out["configuration"] = config
     return out
+
+
+def push_config_in(config: Any, task_id: Any = None) -> Any:
+    """v0.3 `PushNotificationConfig` -> v1 flat `TaskPushNotificationConfig` dict: the first
+    of `authentication.schemes` becomes `authentication.scheme`."""
+    if not isinstance(config, dict):
+        return config
+    out = {k: config[k] for k in ("id", "url", "token") if config.get(k) is not None}
+    if task_id is not None:
+        out["taskId"] = task_id
+    auth = config.get("authentication")
+    if isinstance(auth, dict):
+        schemes = auth.get("schemes")
+        if not isinstance(schemes, list) or not schemes:
+            raise InvalidParamsError(
+                "authentication.schemes must name at least one scheme",
+                violations=[("pushNotificationConfig.authentication.schemes", "required")],
+            )
+        out["authentication"] = {"scheme": schemes[0]}
+        if auth.get("credentials") is not None:
+            out["authentication"]["credentials"] = auth["credentials"]
+    elif auth is not None:
+        out["authentication"] = auth
+    return out
+
+
+def task_push_config_in(params: dict[str, Any]) -> dict[str, Any]:
+    """`tasks/pushNotificationConfig/set` params -> v1 `TaskPushNotificationConfig` dict."""
+    config = params.get("pushNotificationConfig")
+    if not isinstance(config, dict):
+        raise InvalidParamsError(
+            "pushNotificationConfig is required",
+            violations=[("pushNotificationConfig", "required")],
+        )
+    converted: dict[str, Any] = push_config_in(config, params.get("taskId"))
+    return converted
 
 
 # ----- encoding -------------------------------------------------------------------------------
@@ -225,3 +264,20 @@ def event_out(event: StreamResponse, *, closes_at_interrupt: bool) -> dict[str, 
         "artifact": artifact_out(update_a.artifact),
     }
     return _optional(update_a, out, "append", "last_chunk", "metadata")
+
+
+def push_config_out(config: TaskPushNotificationConfig) -> dict[str, Any]:
+    """v1 config -> v0.3 `PushNotificationConfig` (without the task id)."""
+    out: dict[str, Any] = {"id": config.id, "url": config.url}
+    if config.token is not None:
+        out["token"] = config.token
+    if config.authentication is not None:
+        auth: dict[str, Any] = {"schemes": [config.authentication.scheme]}
+        if config.authentication.credentials is not None:
+            auth["credentials"] = config.authentication.credentials
+        out["authentication"] = auth
+    return out
+
+
+def task_push_config_out(config: TaskPushNotificationConfig) -> dict[str, Any]:
+    return {"taskId": config.task_id, "pushNotificationConfig": push_config_out(config)}

@@ -12,7 +12,16 @@ from typing import Any
 from core.wire import v03
 from core.wire.base import format_timestamp
 from core.wire.enums import Role, TaskState
-from core.wire.models import Artifact, Message, Part, StreamResponse, Task, TaskStatus
+from core.wire.errors import InvalidParamsError
+from core.wire.models import (
+    Artifact,
+    Message,
+    Part,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskStatus,
+)
 
 CANCELLED = "TASK_STATE_CANCELLED"
 
@@ -95,10 +104,39 @@ def send_body_in(body: dict[str, Any]) -> dict[str, Any]:
         # A proto bool: a configuration that leaves `blocking` out means non-blocking.
         if not config.get("blocking", False):
             v1["returnImmediately"] = True
+        push = _get(config, "pushNotification", "push_notification")
+        if push is not None:
+            v1["taskPushNotificationConfig"] = v03.push_config_in(push)
         params["configuration"] = v1
     elif config is not None:
         params["configuration"] = config
     return params
+
+
+def push_config_body_in(body: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """`POST /v1/tasks/{id}/pushNotificationConfigs`: the reference client's
+    `{parent, configId, config: {name, pushNotificationConfig}}`, or the bare config
+    `{name?, pushNotificationConfig}` -> v1 `TaskPushNotificationConfig` dict."""
+    wrapped = body.get("config")
+    source = wrapped if isinstance(wrapped, dict) else body
+    config = _get(source, "pushNotificationConfig", "push_notification_config")
+    if not isinstance(config, dict):
+        raise InvalidParamsError(
+            "pushNotificationConfig is required",
+            violations=[("pushNotificationConfig", "required")],
+        )
+    config_id = _get(body, "configId", "config_id")
+    if config_id and not config.get("id"):
+        config = {**config, "id": config_id}
+    converted: dict[str, Any] = v03.push_config_in(config, task_id)
+    return converted
+
+
+def push_config_out(config: TaskPushNotificationConfig) -> dict[str, Any]:
+    return {
+        "name": f"tasks/{config.task_id}/pushNotificationConfigs/{config.id}",
+        "pushNotificationConfig": v03.push_config_out(config),
+    }
 
 
 # ----- encoding -------------------------------------------------------------------------------

@@ -1,0 +1,152 @@
+"""The HTTP side of push notifications: one POST per attempt, behind an SSRF guard.
+
+The guard allows only http and https, resolves the webhook's host itself and refuses loopback,
+private, link-local, multicast, reserved, unspecified and cloud-metadata addresses (and
+anything else that is not globally routable) unless `push.allowPrivateTargets`. The request is
+then made to the vetted addresses only: the connector's resolver answers with them and never
+asks DNS again, so a name cannot change its answer between the check and the connection
+(DNS rebinding). Redirects are never followed; a 3xx is a failed attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from core.settings import PushSettings
+from core.tasks.push import PushDeliveryError, PushTargetRefusedError
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+
+METADATA_ADDRESSES = frozenset(
+    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+)
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    """Every address the system resolver gives for `host`, in its order, without repeats."""
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def refusal(address: Address) -> str | None:
+    """Why a webhook may not live at `address`, or None when it is a public address."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    checks = (
+        ("is_unspecified", "an unspecified address"),
+        ("is_loopback", "a loopback address"),
+        ("is_link_local", "a link-local address"),
+        ("is_multicast", "a multicast address"),
+        ("is_reserved", "a reserved address"),
+        ("is_private", "a private address"),
+    )
+    for attribute, reason in checks:
+        if getattr(address, attribute):
+            return reason
+    if not address.is_global:
+        return "not a public address"
+    return None
+
+
+class _PinnedResolver(AbstractResolver):
+    """Answers for one host with the addresses already vetted; never resolves anything."""
+
+    def __init__(self, host: str, addresses: list[Address]) -> None:
+        self._host = host
+        self._addresses = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        if host != self._host:
+            raise OSError(f"{host} was not vetted")
+        return [
+            ResolveResult(
+                hostname=host,
+                host=str(a),
+                port=port,
+                family=socket.AF_INET6 if a.version == 6 else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for a in self._addresses
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+class HttpPushSender:
+    """`PushSender` over aiohttp. `resolve` is the name lookup the guard uses (tests inject
+    one); a fresh connection per attempt, so nothing outlives a request."""
+
+    def __init__(self, settings: PushSettings, *, resolve: Resolve = system_resolve) -> None:
+        self._allow_private = settings.allow_private_targets
+        self._resolve = resolve
+
+    async def _vetted(self, url: str) -> tuple[URL, list[Address] | None]:
+        """The parsed URL and the addresses to connect to (None: any, private allowed)."""
+        try:
+            parsed = URL(url)
+        except (ValueError, TypeError) as exc:
+            raise PushTargetRefusedError("not a valid URL") from exc
+        if parsed.scheme not in ("http", "https"):
+            raise PushTargetRefusedError("only http and https URLs are allowed")
+        host = parsed.raw_host
+        if not host or not parsed.is_absolute():
+            raise PushTargetRefusedError("the URL has no host")
+        if self._allow_private:
+            return parsed, None
+        try:
+            literal: Address | None = ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            literal = None
+        if literal is not None:
+            addresses = [literal]
+        else:
+            try:
+                found = await self._resolve(host, parsed.port or 0)
+                addresses = [ipaddress.ip_address(a.split("%", 1)[0]) for a in found]
+            except (OSError, ValueError) as exc:
+                raise PushTargetRefusedError(f"cannot resolve {host}") from exc
+            if not addresses:
+                raise PushTargetRefusedError(f"cannot resolve {host}")
+        for address in addresses:
+            reason = refusal(address)
+            if reason is not None:
+                where = host if literal is not None else f"{host} resolves to {address}, which"
+                raise PushTargetRefusedError(f"{where} is {reason}")
+        return parsed, addresses
+
+    async def vet(self, url: str) -> None:
+        await self._vetted(url)
+
+    async def send(self, url: str, body: bytes, headers: Mapping[str, str]) -> None:
+        parsed, addresses = await self._vetted(url)
+        resolver = (
+            _PinnedResolver(parsed.raw_host or "", addresses) if addresses is not None else None
+        )
+        connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, force_close=True)
+        try:
+            async with (
+                aiohttp.ClientSession(connector=connector) as session,
+                session.post(parsed, data=body, headers=dict(headers), allow_redirects=False) as r,
+            ):
+                if not 200 <= r.status < 300:
+                    raise PushDeliveryError(f"HTTP {r.status}")
+                await r.read()
+        except (aiohttp.ClientError, OSError) as exc:
+            raise PushDeliveryError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        return None

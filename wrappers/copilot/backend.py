@@ -1,0 +1,295 @@
+"""`CopilotBackend`: the GitHub Copilot CLI behind the daemon (docs/backends.md#copilot).
+
+One CLI child per daemon, started in `start()`; a warm SDK session per active conversation;
+a turn is `session.send()` then the session's events until the root `session.idle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import uuid
+from collections.abc import AsyncIterator, Mapping
+
+import anyio
+import structlog
+
+from core.backend import (
+    ApprovalRequest,
+    BackendEvent,
+    Diagnosis,
+    Failed,
+    Health,
+    Progress,
+    SessionBound,
+    Turn,
+)
+from core.backend.config.copilot import CopilotConfig
+from wrappers.copilot.diagnose import diagnose
+from wrappers.copilot.events import TurnState, map_event
+from wrappers.copilot.options import session_options
+from wrappers.copilot.permissions import PermissionPolicy
+from wrappers.copilot.prompt import build_message
+from wrappers.copilot.runtime import Child, CopilotRuntime, CopilotUnavailableError
+from wrappers.copilot.sessions import ActiveTurn, ChildExited, SessionPool, WarmSession
+
+log = structlog.get_logger(__name__)
+
+# How long an aborted turn may take to reach `session.idle` before the CLI is killed.
+ABORT_GRACE = 3.0
+DISCONNECT_TIMEOUT = 5.0
+
+
+class CopilotBackend:
+    """The `Backend` for GitHub Copilot CLI.
+
+    Background work (crash watchers, the warm-session sweeper) runs in the backend's own task
+    group from `start()` until `aclose()`.
+    """
+
+    name = "copilot"
+
+    def __init__(self, config: CopilotConfig, *, environ: Mapping[str, str] | None = None) -> None:
+        self._config = config
+        self._environ = dict(os.environ if environ is None else environ)
+        self._policy = PermissionPolicy(
+            config.working_directory,
+            allow=config.allow_tools,
+            deny=config.deny_tools,
+            allow_all=config.dangerously_allow_all_tools,
+        )
+        self._runtime = CopilotRuntime(config, environ=self._environ, on_exit=self._child_exited)
+        self._pool = SessionPool(warm_idle_ms=config.warm_idle, max_warm=config.max_warm)
+        self._host: asyncio.Task[None] | None = None
+        self._stopping = anyio.Event()
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        workdir = self._config.working_directory
+        if not workdir.is_dir():
+            raise CopilotUnavailableError(
+                f"copilot.workingDirectory {str(workdir)!r} does not exist or is not a directory"
+            )
+        ready, self._stopping = anyio.Event(), anyio.Event()
+        self._host = asyncio.create_task(self._host_tasks(ready), name="copilot-backend")
+        await ready.wait()
+        try:
+            await self._runtime.child()
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def _host_tasks(self, ready: anyio.Event) -> None:
+        """The backend's task group (crash watchers, the warm-session sweeper), held by a task
+        of its own so `aclose()` may come from any task or cancel scope (as in the app's
+        service lifecycle)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._runtime.bind(tg)
+                tg.start_soon(self._evict_forever)
+                ready.set()
+                await self._stopping.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            ready.set()
+
+    async def aclose(self) -> None:
+        """Stop the CLI (it detaches every session; conversations stay on disk), then the
+        backend's own tasks. Idempotent."""
+        self._pool.take_all()
+        await self._runtime.aclose()
+        host, self._host = self._host, None
+        if host is not None:
+            self._stopping.set()
+            with anyio.CancelScope(shield=True):
+                await host
+
+    async def health(self) -> Health:
+        child = self._runtime.current
+        if child is None:
+            return Health(False, "the copilot CLI is not running")
+        if not child.alive:
+            return Health(
+                True,
+                f"the copilot CLI exited (code {child.returncode}); the next turn starts a new one",
+            )
+        try:
+            with anyio.fail_after(5):
+                await child.client.ping()
+        except Exception:  # noqa: BLE001 - any failure to answer is the health verdict
+            return Health(False, "the copilot CLI does not answer")
+        return Health(True, f"copilot CLI {child.version or '?'} running")
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return await diagnose(self._config, self._environ)
+
+    def resume_command(self, session_id: str) -> str | None:
+        command = f"copilot --resume {shlex.quote(session_id)}"
+        if self._config.home is not None:
+            home = str(self._config.home.expanduser().resolve())
+            command = f"COPILOT_HOME={shlex.quote(home)} {command}"
+        return command
+
+    # ----- turns -------------------------------------------------------------------------------
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        session_id = turn.session_id or str(uuid.uuid4())
+        yield SessionBound(session_id)
+        try:
+            warm = await self._acquire(session_id, resume=turn.session_id is not None)
+        except CopilotUnavailableError as exc:
+            yield Failed("unavailable", str(exc))
+            return
+        if warm.session_id != session_id:
+            yield SessionBound(warm.session_id)
+            yield Progress("The earlier Copilot session was not found; this is a new one.")
+        active = self._pool.begin(warm, turn.task_id, turn.approvals)
+        try:
+            failure = await self._send(warm, active, turn)
+            if failure is not None:
+                yield failure
+                return
+            state = TurnState()
+            async for item in active.receive:
+                if isinstance(item, ChildExited):
+                    yield Failed("error", _exited_message(item.returncode))
+                    return
+                if isinstance(item, ApprovalRequest):
+                    yield item  # the engine waits for the caller's answer, then reads on
+                    continue
+                state, events = map_event(state, item)
+                for event in events:
+                    yield event
+                if state.finished:
+                    return
+        finally:
+            # A turn cut short stays registered until `interrupt` has stopped it.
+            if active.done.is_set() or not active.sent:
+                self._pool.end(warm)
+
+    async def _send(self, warm: WarmSession, active: ActiveTurn, turn: Turn) -> Failed | None:
+        prompt, attachments = build_message(turn)
+        session = warm.session
+        if session is None:
+            raise RuntimeError("session not opened")
+        # Shielded: once the CLI has the message, `active.sent` must say so, or an interrupt
+        # could not know there is a turn to abort.
+        with anyio.CancelScope(shield=True):
+            try:
+                await session.send(prompt, attachments=attachments or None)
+            except Exception as exc:  # noqa: BLE001 - any refusal fails this turn, with its reason
+                if not warm.child.alive:
+                    return Failed("error", _exited_message(warm.child.returncode))
+                log.warning("copilot.send_failed", error=str(exc))
+                return Failed("error", f"The Copilot CLI refused the message: {exc}")
+            active.sent = True
+        return None
+
+    async def _acquire(self, session_id: str, *, resume: bool) -> WarmSession:
+        warm = self._pool.get(session_id)
+        if warm is not None:
+            if warm.turn is not None:  # a turn cut short without an interrupt
+                await self._stop(warm)
+            return warm
+        child = await self._runtime.child()
+        with anyio.CancelScope(shield=True):
+            opened = await self._open(child, session_id, resume=resume)
+            # Beyond maxWarm: close the least recently used idle sessions now, not later.
+            for evicted in self._pool.take_evictable(anyio.current_time()):
+                await self._disconnect(evicted)
+        return opened
+
+    async def _open(self, child: Child, session_id: str, *, resume: bool) -> WarmSession:
+        warm = WarmSession(session_id, child, self._policy)
+        options = session_options(self._config, warm.permission)
+        client = child.client
+        try:
+            if resume:
+                try:
+                    warm.session = await client.resume_session(
+                        session_id, on_event=warm.dispatch, **options
+                    )
+                except Exception as exc:
+                    if "not found" not in str(exc).lower() or not child.alive:
+                        raise
+                    log.warning("copilot.session_not_found", session_id=session_id)
+                    warm.session_id = str(uuid.uuid4())
+            if warm.session is None:
+                warm.session = await client.create_session(
+                    session_id=warm.session_id, on_event=warm.dispatch, **options
+                )
+        except Exception as exc:
+            if not child.alive:
+                raise CopilotUnavailableError(_exited_message(child.returncode)) from exc
+            raise
+        self._pool.add(warm)
+        return warm
+
+    async def interrupt(self, turn: Turn) -> None:
+        warm = self._pool.for_task(turn.task_id)
+        if warm is not None:
+            await self._stop(warm)
+
+    async def _stop(self, warm: WarmSession) -> None:
+        """Abort the session's running turn and wait until the CLI says it is idle; kill the
+        CLI when it does not within `ABORT_GRACE`."""
+        active = warm.turn
+        if active is None:
+            return
+        if active.sent and not active.done.is_set() and warm.session is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await warm.session.abort()
+                except Exception:
+                    log.warning("copilot.abort_failed", session_id=warm.session_id, exc_info=True)
+                with anyio.move_on_after(ABORT_GRACE):
+                    await active.done.wait()
+                if not active.done.is_set():
+                    log.warning("copilot.abort_timeout", session_id=warm.session_id)
+                    await self._runtime.kill(warm.child)
+                    self._forget(warm.child)
+        self._pool.end(warm)
+
+    async def drop_session(self, session_id: str) -> None:
+        """The daemon is done with this conversation: close its warm session (the CLI keeps it
+        on disk, so `copilot --resume` still finds it)."""
+        warm = self._pool.get(session_id)
+        if warm is None or warm.turn is not None:
+            return
+        self._pool.remove(session_id)
+        await self._disconnect(warm)
+
+    # ----- background --------------------------------------------------------------------------
+
+    async def _evict_forever(self) -> None:
+        while True:
+            await self._pool.wait_changed(self._pool.next_deadline())
+            for warm in self._pool.take_evictable(anyio.current_time()):
+                await self._disconnect(warm)
+
+    async def _disconnect(self, warm: WarmSession) -> None:
+        if warm.session is None or not warm.child.alive:
+            return
+        with anyio.move_on_after(DISCONNECT_TIMEOUT, shield=True):
+            try:
+                await warm.session.disconnect()
+                log.debug("copilot.session_evicted", session_id=warm.session_id)
+            except Exception:
+                log.warning("copilot.disconnect_failed", session_id=warm.session_id, exc_info=True)
+
+    def _child_exited(self, child: Child) -> None:
+        self._forget(child)
+
+    def _forget(self, child: Child) -> None:
+        for warm in self._pool.forget_child(child):
+            warm.child_exited()
+
+
+def _exited_message(returncode: int | None) -> str:
+    code = "" if returncode is None else f" (exit code {returncode})"
+    return (
+        f"The Copilot CLI process exited during the turn{code}; the next turn starts a new one "
+        "and continues the conversation."
+    )

@@ -1,0 +1,256 @@
+"""The Copilot CLI child: one `CopilotClient` (JSON-RPC over stdio to `copilot --headless`) at a
+time, started on demand, watched for a crash, replaced by the next turn after one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from copilot import CopilotClient, RuntimeConnection
+
+from core.backend.config.copilot import CopilotConfig
+
+log = structlog.get_logger(__name__)
+
+# The SDK release pins this CLI release (github-copilot-sdk==1.0.25 -> @github/copilot@1.0.102).
+PINNED_CLI_VERSION = "1.0.102"
+STOP_TIMEOUT = 10.0
+
+
+class CopilotUnavailableError(RuntimeError):
+    """The Copilot CLI cannot be started; the message says what to fix."""
+
+
+def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path | None:
+    """The CLI binary: `cliPath`, else `COPILOT_CLI_PATH`, else `copilot` on PATH.
+
+    The path is always handed to the SDK explicitly: without one it downloads a runtime.
+    """
+    candidates = [
+        str(config.cli_path) if config.cli_path else None,
+        config.env.get("COPILOT_CLI_PATH") or environ.get("COPILOT_CLI_PATH"),
+    ]
+    for candidate in candidates:
+        if candidate:
+            path = Path(os.path.expanduser(candidate))
+            if path.is_file():
+                return path.absolute()
+            found = shutil.which(candidate)
+            return Path(found) if found else None
+    found = shutil.which("copilot", path=config.env.get("PATH") or environ.get("PATH"))
+    return Path(found) if found else None
+
+
+def child_env(config: CopilotConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The CLI's environment: the daemon's, then `env`, then what the block implies."""
+    env = {**environ, **config.env}
+    env.setdefault("COPILOT_AUTO_UPDATE", "false")
+    if config.home is not None:
+        env["COPILOT_HOME"] = str(Path(os.path.expanduser(config.home)).resolve())
+    provider = config.provider
+    if config.offline and provider is not None and config.model:
+        # Offline mode refuses to start without a provider in the environment (a per-session
+        # provider is not enough), and a provider there needs a model there too.
+        env["COPILOT_OFFLINE"] = "true"
+        env["COPILOT_PROVIDER_BASE_URL"] = provider.base_url
+        env["COPILOT_PROVIDER_TYPE"] = provider.type
+        env["COPILOT_PROVIDER_WIRE_API"] = provider.wire_api
+        env["COPILOT_MODEL"] = config.model
+        if provider.api_key:
+            env["COPILOT_PROVIDER_API_KEY"] = provider.api_key
+    return env
+
+
+@dataclass(eq=False)
+class Child:
+    """One started CLI process and its client; `exited` is set when the process is gone."""
+
+    client: CopilotClient
+    generation: int
+    process: subprocess.Popen[bytes] | None = None
+    version: str = ""
+    exited: anyio.Event = field(default_factory=anyio.Event)
+    returncode: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        if self.exited.is_set():
+            return False
+        return self.process is None or self.process.poll() is None
+
+
+class CopilotRuntime:
+    """Owns the CLI child. `child()` returns the live one, starting a new one when there is none
+    (at first use or after a crash); `on_exit` hears of every child that ends unasked."""
+
+    def __init__(
+        self,
+        config: CopilotConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        on_exit: Callable[[Child], None] = lambda child: None,
+    ) -> None:
+        self._config = config
+        self._environ = dict(os.environ if environ is None else environ)
+        self._on_exit = on_exit
+        self._lock = anyio.Lock()
+        self._current: Child | None = None
+        self._generation = 0
+        self._tg: TaskGroup | None = None
+        self._closing = False
+
+    def bind(self, tg: TaskGroup) -> None:
+        """The task group that owns the crash watchers (the backend's)."""
+        self._tg = tg
+
+    @property
+    def current(self) -> Child | None:
+        return self._current
+
+    async def child(self) -> Child:
+        async with self._lock:
+            if self._current is not None and self._current.alive:
+                return self._current
+            if self._current is not None:
+                await _force_stop(self._current)
+            self._current = await self._start()
+            return self._current
+
+    async def _start(self) -> Child:
+        if self._closing:
+            raise CopilotUnavailableError("the Copilot backend is shutting down")
+        cli = find_cli(self._config, self._environ)
+        if cli is None:
+            raise CopilotUnavailableError(
+                "the copilot CLI was not found: install @github/copilot@"
+                f"{PINNED_CLI_VERSION} from npm and set copilot.cliPath (or COPILOT_CLI_PATH), "
+                "or put `copilot` on PATH"
+            )
+        connection = RuntimeConnection.for_stdio(path=str(cli))
+        connection.env = child_env(self._config, self._environ)
+        byok = self._config.provider is not None
+        client = CopilotClient(
+            connection=connection,
+            working_directory=str(self._config.working_directory.resolve()),
+            github_token=None if byok else self._config.github_token,
+            use_logged_in_user=not byok and self._config.github_token is None,
+        )
+        self._generation += 1
+        child = Child(client, self._generation)
+        try:
+            await client.start()
+        except Exception as exc:
+            child.process = _process_of(client)
+            await _force_stop(child)
+            raise CopilotUnavailableError(f"the copilot CLI did not start: {exc}") from exc
+        child.process = _process_of(client)
+        try:
+            status = await client.get_status()
+            child.version = status.version
+        except Exception:  # the version is informative only
+            log.warning("copilot.status_failed", exc_info=True)
+        if self._tg is not None and child.process is not None:
+            self._tg.start_soon(self._watch, child, child.process)
+        log.info("copilot.started", generation=child.generation, version=child.version)
+        return child
+
+    async def _watch(self, child: Child, process: subprocess.Popen[bytes]) -> None:
+        """Wait for the process to end; a thread waits, abandoned when the watch is cancelled
+        (the process ends at shutdown anyway)."""
+        child.returncode = await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        child.exited.set()
+        if not self._closing:
+            log.warning("copilot.exited", generation=child.generation, returncode=child.returncode)
+            self._on_exit(child)
+
+    async def kill(self, child: Child) -> None:
+        """Stop this child hard (a turn that does not stop when aborted)."""
+        async with self._lock:
+            await _force_stop(child)
+            if self._current is child:
+                self._current = None
+
+    async def aclose(self) -> None:
+        self._closing = True
+        async with self._lock:
+            current, self._current = self._current, None
+        if current is None:
+            return
+        stopped = False
+        if current.alive:
+            with anyio.move_on_after(STOP_TIMEOUT, shield=True):
+                try:
+                    await current.client.stop()
+                    stopped = True
+                except Exception:
+                    log.warning("copilot.stop_failed", exc_info=True)
+        if not stopped:
+            await _force_stop(current)
+        _close_pipes(current)
+
+
+def _process_of(client: CopilotClient) -> subprocess.Popen[bytes] | None:
+    """The CLI process the SDK spawned.
+
+    github-copilot-sdk 1.0.25 (pinned) spawns the CLI itself and reports neither the process nor
+    a lost connection: when the CLI dies mid-turn no event ever comes. Its Popen is the one way
+    to notice; a test kills the CLI mid-turn to keep this honest across upgrades.
+    """
+    process = getattr(client, "_cli_process", None)
+    return process if isinstance(process, subprocess.Popen) else None
+
+
+async def _force_stop(child: Child) -> None:
+    """Kill the CLI and what it started: its shell tools run in sessions of their own, which
+    outlive a killed CLI unless killed first."""
+    if child.process is not None and child.process.poll() is None:
+        kill_descendants(child.process.pid)
+    with anyio.CancelScope(shield=True):
+        try:
+            await child.client.force_stop()
+        except Exception:
+            log.warning("copilot.force_stop_failed", exc_info=True)
+    _close_pipes(child)
+
+
+def _close_pipes(child: Child) -> None:
+    """The SDK stops the process but leaves its stdout/stderr pipes to the garbage collector."""
+    process = child.process
+    if process is None or process.poll() is None:
+        return
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def kill_descendants(pid: int) -> None:
+    """SIGKILL every process below `pid` (their process groups, unless one is ours). Linux
+    (/proc); elsewhere nothing is found and nothing is killed."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            after_name = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(after_name[1]), []).append(int(entry.name))
+    own_group = os.getpgrp()
+    pending = list(children.get(pid, []))
+    while pending:
+        descendant = pending.pop()
+        pending.extend(children.get(descendant, []))
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(descendant)
+            if group != own_group:
+                os.killpg(group, signal.SIGKILL)
+            else:
+                os.kill(descendant, signal.SIGKILL)
