@@ -10,7 +10,9 @@ bundled in claude-agent-sdk:
 
 Contexts alternate between the two, so a change in the machine's load hits both alike.
 
-The difference is the daemon's own overhead. A benchmark, not a test: nothing asserts timings.
+The difference is the daemon's overhead, blurred by the CLI's own variation; the daemon's own
+time per turn is also measured directly: the HTTP round trip minus the time spent inside the
+backend's `run_turn`. A benchmark, not a test: nothing asserts timings.
 
     .venv/bin/python -m bench.agent_claude --contexts 5 --follow-ups 4
 """
@@ -23,6 +25,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +33,11 @@ import aiohttp
 from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient
 
+from core.backend import BackendEvent, Diagnosis, Health, Turn
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.anthropic import AnthropicMock
-from wrappers.claude import options
+from wrappers.claude import ClaudeBackend, options
 
 V1 = {"A2A-Version": "1.0"}
 KEY = "sk-ant-bench"
@@ -76,6 +80,43 @@ class Samples:
         self.follow: list[float] = []
 
 
+class TimedBackend:
+    """The Claude backend, timing each `run_turn` from its call to its last event: what the
+    HTTP round trip spends outside of it is the daemon's own time."""
+
+    def __init__(self, backend: ClaudeBackend) -> None:
+        self._backend = backend
+        self.name = backend.name
+        self.inside: list[float] = []
+
+    async def start(self) -> None:
+        await self._backend.start()
+
+    async def aclose(self) -> None:
+        await self._backend.aclose()
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        started = time.perf_counter()
+        async for event in self._backend.run_turn(turn):
+            yield event
+        self.inside.append(time.perf_counter() - started)
+
+    async def interrupt(self, turn: Turn) -> None:
+        await self._backend.interrupt(turn)
+
+    async def drop_session(self, session_id: str) -> None:
+        await self._backend.drop_session(session_id)
+
+    async def health(self) -> Health:
+        return await self._backend.health()
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return await self._backend.diagnose()
+
+    def resume_command(self, session_id: str) -> str | None:
+        return self._backend.resume_command(session_id)
+
+
 async def daemon_context(
     http: aiohttp.ClientSession, url: str, context_id: str, follow_ups: int, samples: Samples
 ) -> None:
@@ -114,6 +155,13 @@ async def sdk_context(settings: Settings, follow_ups: int, samples: Samples) -> 
         await client.disconnect()
 
 
+def _ordered(samples: Samples, follow_ups: int) -> list[float]:
+    ordered: list[float] = []
+    for n, first in enumerate(samples.first):
+        ordered += [first, *samples.follow[n * follow_ups : (n + 1) * follow_ups]]
+    return ordered
+
+
 def _line(name: str, samples: list[float]) -> str:
     ms = sorted(s * 1000 for s in samples)
     return (
@@ -127,7 +175,8 @@ async def main(args: argparse.Namespace) -> None:
     async with AnthropicMock(api_key=KEY) as mock:
         with tempfile.TemporaryDirectory() as scratch:
             settings = _settings(mock, Path(scratch))
-            runner = web.AppRunner(create_app(settings))
+            timed = TimedBackend(ClaudeBackend(settings.claude))
+            runner = web.AppRunner(create_app(settings, backend=timed))
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", 0).start()
             url = f"http://127.0.0.1:{runner.addresses[0][1]}/a2a/jsonrpc"
@@ -151,6 +200,10 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"daemon overhead (median): first {first * 1000:+.1f} ms, follow-up {follow * 1000:+.1f} ms"
     )
+    # timed.inside holds every daemon turn in the order it ran, the two warm-up turns first.
+    turns = _ordered(daemon, args.follow_ups)
+    own = [total - inside for total, inside in zip(turns, timed.inside[2:], strict=True)]
+    print(_line("daemon's own time per turn", own))
 
 
 if __name__ == "__main__":
