@@ -289,9 +289,11 @@ def failure_message(result: ResultMessage) -> str:
     detail = _detail(result)
     lowered = detail.lower()
     status = result.api_error_status
-    if status is None and ("not logged in" in lowered or "invalid api key" in lowered):
+    if status is None and "invalid api key" in lowered:
         status = 401
-    if "prompt is too long" in lowered or "context window" in lowered:
+    if status is None and "not logged in" in lowered:
+        advice = f"Claude Code has no credentials for the model endpoint: {_CREDENTIALS_HINT}."
+    elif "prompt is too long" in lowered or "context window" in lowered:
         advice = _CONTEXT_FULL
     elif status in _STATUS_ADVICE:
         advice = _STATUS_ADVICE[status]

@@ -102,7 +102,7 @@ class ClaudeEnv:
     def home(self) -> Path:
         return self.root / "claude-home"
 
-    def settings(self, **sections: Any) -> Settings:
+    def settings(self, *, credentials: bool = True, **sections: Any) -> Settings:
         """A daemon config for the real CLI against the mock; `sections` merge over it."""
         base: dict[str, Any] = {
             "backend": "claude",
@@ -120,6 +120,8 @@ class ClaudeEnv:
                 },
             },
         }
+        if not credentials:
+            del base["claude"]["env"]["ANTHROPIC_API_KEY"]
         return load(None, overrides=_merge(base, sections), environ={})
 
 

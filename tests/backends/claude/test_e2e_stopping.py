@@ -85,7 +85,7 @@ async def test_a_failing_model_endpoint_fails_the_task_with_a_clear_message(
 async def test_rejected_credentials_fail_the_task_and_name_the_variable(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    wrong_key = {"claude": {"env": {"ANTHROPIC_API_KEY": "sk-ant-wrong"}}}
+    wrong_key: dict[str, Any] = {"claude": {"env": {"ANTHROPIC_API_KEY": "sk-ant-wrong"}}}
     client = await start_daemon(claude_env.settings(**wrong_key))
 
     task = await send(client, "Hello?", "ctx-401")
@@ -98,13 +98,33 @@ async def test_rejected_credentials_fail_the_task_and_name_the_variable(
     assert (await mock.wait_for_request(1)).headers["x-api-key"].endswith("...")
 
 
+async def test_missing_credentials_fail_the_task_and_say_how_to_provide_them(
+    claude_env: ClaudeEnv,
+    start_daemon: StartDaemon,
+    mock: AnthropicMock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    client = await start_daemon(claude_env.settings(credentials=False))
+
+    task = await send(client, "Hello?", "ctx-nokey")
+
+    assert task["status"]["state"] == FAILED
+    message = answer(task)
+    assert message.startswith("Claude Code has no credentials for the model endpoint")
+    assert "ANTHROPIC_API_KEY" in message
+    assert "claude /login" in message
+    assert mock.model_requests == []
+
+
 async def test_an_endpoint_retried_by_the_agent_is_bounded_by_the_turn_deadline(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
     # With its default retries, Claude Code keeps retrying a 529 with backoff: only the
     # daemon's deadline ends the turn.
     mock.on("overloaded", Reply(error=529))
-    retrying = {"claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "10"}}}
+    retrying: dict[str, Any] = {"claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "10"}}}
     client = await start_daemon(claude_env.settings(timeouts={"turn": 6000}, **retrying))
     await send(client, "Hello.", "ctx-retry")  # warm: the deadline measures the retries only
 

@@ -187,7 +187,10 @@ def _result(**fields: Any) -> ResultMessage:
             {"api_error_status": 400, "result": "API Error: 400 prompt is too long: 1 > 0"},
             "no longer fits in the model's context window",
         ),
-        ({"result": "Not logged in · Please run /login"}, "ANTHROPIC_API_KEY"),
+        (
+            {"result": "Not logged in · Please run /login"},
+            "no credentials for the model endpoint: set ANTHROPIC_API_KEY",
+        ),
         ({"subtype": "error_max_budget_usd", "errors": ["budget"]}, "claude.maxBudgetUsd"),
         ({"subtype": "error_during_execution", "errors": ["boom"]}, "Claude Code said: boom"),
     ],
