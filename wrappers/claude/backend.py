@@ -112,6 +112,7 @@ class ClaudeBackend:
         self._tg: TaskGroup | None = None
         self._reaper: anyio.CancelScope | None = None
         self._host: asyncio.Task[None] | None = None
+        self._warned_approvals = False
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -226,6 +227,11 @@ class ClaudeBackend:
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         """One turn on the context's warm client. Cancelling the consumer leaves the client
         busy with this turn; `interrupt(turn)` then stops it."""
+        if turn.approvals == "ask" and not self._warned_approvals:
+            # Questions to the caller (can_use_tool -> ApprovalRequest) are not built for this
+            # backend yet: its permission mode and allowedTools decide, as in `policy` mode.
+            self._warned_approvals = True
+            log.warning("claude.approvals_ask_unsupported", decided_by="permissionMode")
         try:
             warm, notes = await self._checkout(turn)
         except ClaudeStartError as exc:
