@@ -34,8 +34,20 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
-	$(BIN)/python -m bench.throughput
+# Benchmarks (docs/performance.md). `make bench BENCH_ARGS=--quick` is the smoke run.
+# The SDK baseline runs on uvicorn with httptools, as aiohttp runs on its C parser; wrk (a
+# Debian package) is the load generator when present, else the Python one in bench/load.py.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet httptools==0.9.0 py-spy==0.4.3
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
+	@command -v wrk >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; } \
+		|| echo "wrk not installed: using bench/load.py as the load generator"
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache

@@ -96,6 +96,20 @@ async def test_stream_mode_sends_each_delta_once_as_an_artifact_chunk(
     assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+async def test_the_last_chunk_carries_text_even_when_usage_comes_after_it(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(make_settings(output={"mode": "stream"}))
+
+    events = await stream(client, "metered: Hel|lo")
+
+    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+    assert [c["artifact"]["parts"] for c in chunks] == [[{"text": "Hel"}], [{"text": "lo"}]]
+    assert [c.get("lastChunk", False) for c in chunks] == [False, True]
+    final = events[-1]["statusUpdate"]["status"]
+    assert final["state"] == "TASK_STATE_COMPLETED"
+
+
 async def test_final_mode_sends_one_artifact_at_the_end(make_client: MakeClient) -> None:
     client = await make_client(make_settings(output={"mode": "final"}))
 

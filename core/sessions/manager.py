@@ -131,27 +131,35 @@ class SessionManager:
         if self._busy[key] <= 0:
             del self._busy[key]
 
-    async def sweep(self) -> int:
+    async def sweep(self, batch: int = 1000) -> int:
         """Remove every expired mapping of an idle context and drop its backend session;
-        returns how many were removed."""
+        returns how many were removed. Deletes go in batches (one transaction each), so a large
+        sweep neither holds the store for long nor floods the log."""
         if self._ttl is None:
             return 0
         now = self._clock()
+        candidates = [
+            r
+            for r in await self._store.created_before(expiry_cutoff(now, self._ttl))
+            if (r.principal, r.context_id) not in self._busy and is_expired(r, now, self._ttl)
+        ]
         removed = 0
-        for record in await self._store.created_before(expiry_cutoff(now, self._ttl)):
-            if (record.principal, record.context_id) in self._busy:
-                continue
-            if is_expired(record, now, self._ttl) and await self._expire(record):
+        for start in range(0, len(candidates), batch):
+            for record in await self._store.delete_many(candidates[start : start + batch]):
                 removed += 1
+                await self._drop_quietly(record.session_id)
         return removed
 
     async def _expire(self, record: SessionRecord) -> bool:
         removed = await self._store.delete(record.principal, record.context_id, record.session_id)
         if removed:
             log.info("session.expired", context_id=record.context_id, session_id=record.session_id)
-            try:
-                await self._drop(record.session_id)
-            except Exception:
-                # Best effort: the mapping is gone either way; the agent may have lost it.
-                log.warning("session.drop_failed", session_id=record.session_id, exc_info=True)
+            await self._drop_quietly(record.session_id)
         return removed
+
+    async def _drop_quietly(self, session_id: str) -> None:
+        try:
+            await self._drop(session_id)
+        except Exception:
+            # Best effort: the mapping is gone either way; the agent may have lost it.
+            log.warning("session.drop_failed", session_id=session_id, exc_info=True)

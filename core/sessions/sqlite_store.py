@@ -91,6 +91,21 @@ class SqliteSessionStore:
 
         return await self._db.run(remove)
 
+    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
+        def remove(conn: sqlite3.Connection) -> list[SessionRecord]:
+            removed = []
+            for record in records:
+                cursor = conn.execute(
+                    "DELETE FROM sessions "
+                    "WHERE principal = ? AND context_id = ? AND session_id = ?",
+                    (record.principal, record.context_id, record.session_id),
+                )
+                if cursor.rowcount > 0:
+                    removed.append(record)
+            return removed
+
+        return await self._db.run(remove)
+
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
         def read(conn: sqlite3.Connection) -> list[SessionRecord]:
             rows = conn.execute(

@@ -39,6 +39,10 @@ class SessionStore(Protocol):
         """Remove the mapping only if it still names `session_id`; True when removed."""
         ...
 
+    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
+        """`delete` for each record, in one go; returns the ones removed."""
+        ...
+
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
         """Every mapping created before `cutoff` (the sweep's candidates)."""
         ...
@@ -69,6 +73,9 @@ class InMemorySessionStore:
             return False
         del self._records[key]
         return True
+
+    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
+        return [r for r in records if await self.delete(r.principal, r.context_id, r.session_id)]
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
         return [r for r in self._records.values() if r.created_at < cutoff]

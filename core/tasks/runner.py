@@ -50,6 +50,9 @@ WRAPPER_METADATA_KEY = "a2aWrapper"
 _FAILED_STATE = {"rejected": TaskState.REJECTED}
 
 OutputMode = Literal["final", "stream"]
+# Events after which nothing slow follows: a streamed chunk held back may wait through them, so
+# the last text chunk (not an empty one) carries lastChunk.
+_INSTANT = (Text, TextDelta, Usage, SessionBound)
 SessionCallback = Callable[[str], Awaitable[None]]
 
 
@@ -126,7 +129,7 @@ class TurnRunner:
                 if isinstance(event, SessionBound) and on_session is not None:
                     await on_session(event.session_id)
                 run.cause = event
-                if answer.held is not None and not isinstance(event, Text | TextDelta):
+                if answer.held is not None and not isinstance(event, _INSTANT):
                     # Anything else happening (a tool call, say) may take long: send the
                     # chunk held back now.
                     await self._flush(run, answer, last_chunk=False)

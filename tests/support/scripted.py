@@ -6,6 +6,7 @@ The prompt says what to do, so tests read as conversations:
   `crash`     raise inside the backend `reply: X`  answer with a direct Message
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
+  `metered: a|b`   the same, then report usage
   `stall`     report progress, then wait forever (for idle timeouts)
   `tool: N`   call tool N, then answer
   `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
@@ -41,6 +42,7 @@ from core.backend import (
     TextDelta,
     ToolCall,
     Turn,
+    Usage,
 )
 
 # Commands whose events depend on the argument only.
@@ -51,6 +53,10 @@ _SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
     "reject": lambda arg: [Failed("rejected", arg)],
     "reply": lambda arg: [DirectReply((TextContent(arg),))],
     "deltas": lambda arg: [TextDelta(piece) for piece in arg.split("|")],
+    "metered": lambda arg: [
+        *(TextDelta(piece) for piece in arg.split("|")),
+        Usage(input_tokens=10, output_tokens=2, model="scripted-1"),
+    ],
     "tool": lambda arg: [ToolCall("call-1", arg, {"command": "ls"}), Text(f"ran {arg}")],
 }
 

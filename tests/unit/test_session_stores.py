@@ -102,3 +102,14 @@ def test_expiry_counts_from_creation(age: timedelta, ttl: timedelta | None, expi
     used_just_now = SessionRecord("p", "c", "b", "s", T0, T0 + age)
 
     assert is_expired(used_just_now, T0 + age, ttl) is expired
+
+
+async def test_delete_many_removes_only_the_named_sessions(store: SessionStore) -> None:
+    await store.put(record("a", "s1"))
+    await store.put(record("b", "s2"))
+    await store.put(record("c", "s3"))
+
+    removed = await store.delete_many([record("a", "s1"), record("b", "stale"), record("c", "s3")])
+
+    assert [r.session_id for r in removed] == ["s1", "s3"]
+    assert await store.count() == 1
