@@ -10,7 +10,7 @@ NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102
 CONFIG ?= tests/conformance/tck.json
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean crew crew-demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,18 @@ bench: $(STAMP) $(BENCH_STAMP)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
+
+# examples/crew: `make crew PLAN=examples/crew/crew.json INPUT="..." [JOB=id]` runs (or resumes) a
+# job against running agents; `make crew-demo` starts the mock models and four daemons with
+# different real backends on 127.0.0.1, runs the write -> review -> revise plan, prints the
+# report and stops everything it started (CREW_DEMO_ARGS=--scripted: scripted stand-ins).
+PLAN ?= examples/crew/crew.json
+INPUT ?=
+JOB ?=
+CREW_DEMO_ARGS ?=
+
+crew: $(STAMP)
+	$(BIN)/python -m examples.crew run $(PLAN) $(if $(INPUT),--input "$(INPUT)") $(if $(JOB),--job $(JOB))
+
+crew-demo: $(STAMP) $(TOOLS_STAMP)
+	$(BIN)/python -m examples.crew.demo $(CREW_DEMO_ARGS)

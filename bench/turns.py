@@ -16,6 +16,7 @@ reported as skipped with the reason. Nothing here asserts a duration.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import statistics
@@ -97,7 +98,18 @@ def measure(name: str, target: Target, workdir: Path, rounds: int) -> dict[str, 
     return out
 
 
+def load_targets() -> None:
+    """Register the `target()` of every `bench/agent_<name>.py` that has one."""
+    for name in BACKENDS:
+        if name in TARGETS or importlib.util.find_spec(f"bench.agent_{name}") is None:
+            continue
+        factory = getattr(importlib.import_module(f"bench.agent_{name}"), "target", None)
+        if factory is not None:
+            TARGETS[name] = factory()
+
+
 def run(workdir: Path, *, rounds: int) -> dict[str, Any]:
+    load_targets()
     results: dict[str, Any] = {}
     for name in BACKENDS:
         reason = available(name)

@@ -6,6 +6,7 @@ the task behind it keeps running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ async def stream_events(
                 stamp = datetime.now(UTC).isoformat()
                 await response.write(f": ping - {stamp}\r\n\r\n".encode())
 
+    gone = False
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(ping)
@@ -52,7 +54,9 @@ async def stream_events(
                 async with lock:
                     await response.write(chunk)
             tg.cancel_scope.cancel()
-    except ConnectionError:  # the client went away; the task goes on
-        return response
-    await response.write_eof()
+    except* ConnectionError:  # the client went away (from either writer); the task goes on
+        gone = True
+    if not gone:
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof()
     return response

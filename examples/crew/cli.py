@@ -1,0 +1,148 @@
+"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`).
+
+Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
+an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
+interrupted (remote tasks go on; re-run the same job to pick them up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from examples.crew.events import Asker, NobodyAsker, PresetAnswers
+from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
+from examples.crew.ledger import Ledger
+from examples.crew.plan import Plan, PlanError, load_plan
+from examples.crew.report import build_report
+from examples.crew.view import LineView, TerminalAsker, TerminalView
+
+EXIT = {"done": 0, "partial": 1, "failed": 1, "needs-input": 3}
+
+
+def default_ledger() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "a2a-wrapper" / "crew.sqlite3"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m examples.crew", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run (or resume) a job")
+    run.add_argument("plan", type=Path)
+    given = run.add_mutually_exclusive_group()
+    given.add_argument("--input", help="the job's input (what the crew should do)")
+    given.add_argument("--input-file", type=Path, help="read the input from a file")
+    run.add_argument("--job", help="job id; an existing id resumes that job")
+    run.add_argument("--ledger", type=Path, default=None, help="the SQLite ledger")
+    run.add_argument("--report", type=Path, help="also write the Markdown report here")
+    run.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="STEP=TEXT",
+        help="answer a step's pending question (repeatable)",
+    )
+    run.add_argument(
+        "--non-interactive",
+        action="store_true",
+        help="never prompt (default when stdin is not a terminal)",
+    )
+    check = commands.add_parser("check", help="validate a plan and read every agent's card")
+    check.add_argument("plan", type=Path)
+    report = commands.add_parser("report", help="print a job's report from the ledger")
+    report.add_argument("plan", type=Path)
+    report.add_argument("--job", required=True)
+    report.add_argument("--ledger", type=Path, default=None)
+    return parser
+
+
+def _answers(pairs: list[str]) -> dict[str, str]:
+    answers = {}
+    for pair in pairs:
+        step, sep, text = pair.partition("=")
+        if not sep or not step:
+            raise JobError(f"--answer {pair!r}: write STEP=TEXT")
+        answers[step] = text
+    return answers
+
+
+async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
+    job_id = args.job or new_job_id(plan)
+    job_input = args.input_file.read_text() if args.input_file else args.input
+    interactive = sys.stdin.isatty() and not args.non_interactive
+    view: TerminalView | LineView = TerminalView([]) if sys.stderr.isatty() else LineView()
+    asker: Asker = (
+        TerminalAsker(view if isinstance(view, TerminalView) else None)
+        if interactive
+        else NobodyAsker()
+    )
+    asker = PresetAnswers(_answers(args.answer), asker)
+    view.message(f"job {job_id} (plan {plan.name}); ledger {ledger.path}")
+    result: list[JobResult | JobError] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(view.tick)
+        try:
+            result.append(
+                await run_job(plan, ledger, job_id, job_input, asker=asker, observer=view)
+            )
+        except JobError as exc:  # raised out of the task group it would come wrapped
+            result.append(exc)
+        tg.cancel_scope.cancel()
+    if isinstance(result[0], JobError):
+        raise result[0]
+    outcome = result[0]
+    if args.report:
+        args.report.write_text(outcome.report)
+    print(outcome.report, end="")
+    view.message(f"job {job_id}: {outcome.outcome.state}")
+    if outcome.outcome.state != "done":
+        view.message(f"resume with: python -m examples.crew run {args.plan} --job {job_id}")
+    return EXIT[outcome.outcome.state]
+
+
+async def _check(plan: Plan) -> int:
+    links = await connect(plan, set(plan.agents))
+    try:
+        for name, link in sorted(links.items()):
+            print(
+                f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
+                f"{', '.join(link.versions)}; would use v{link.protocol} {link.binding} "
+                f"({'stream' if link.streaming else 'poll'})"
+            )
+    finally:
+        await close(links)
+    print(f"plan {plan.name!r}: ok; layers: " + " -> ".join("+".join(la) for la in plan.layers))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        plan = load_plan(args.plan)
+        if args.command == "check":
+            return anyio.run(_check, plan)
+        ledger = Ledger(args.ledger or default_ledger())
+        try:
+            if args.command == "report":
+                job = ledger.job(args.job)
+                if job is None:
+                    raise JobError(f"no job {args.job!r} in {ledger.path}")
+                print(build_report(plan, job, ledger, {}), end="")
+                return 0
+            return anyio.run(_run, args, plan, ledger)
+        finally:
+            ledger.close()
+    except (PlanError, JobError) as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "\ncrew: interrupted; remote tasks go on. Resume with the same --job.",
+            file=sys.stderr,
+        )
+        return 130

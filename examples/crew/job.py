@@ -1,0 +1,130 @@
+"""A job from start (or resume) to report: open it in the ledger, read the agents' cards, run
+the crew, close the clients."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio
+
+from examples.crew.client import AgentError, AgentLink
+from examples.crew.events import Asker, Observer
+from examples.crew.ledger import JobRow, Ledger
+from examples.crew.plan import Plan
+from examples.crew.report import AgentInfo, build_report
+from examples.crew.runner import Crew, JobOutcome
+
+
+class JobError(Exception):
+    """The job cannot run as asked (another plan, another input, an agent unreachable)."""
+
+
+@dataclass(frozen=True)
+class JobResult:
+    outcome: JobOutcome
+    report: str
+
+
+def new_job_id(plan: Plan) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{plan.name}-{stamp}-{uuid.uuid4().hex[:4]}"
+
+
+def open_job(ledger: Ledger, plan: Plan, job_id: str, job_input: str | None) -> JobRow:
+    """Create the job, or check that a re-run asks for the same job (the run never re-plans).
+    A new job gets a contextId of its own: contexts are never shared between jobs."""
+    job = ledger.job(job_id)
+    if job is None:
+        if job_input is None:
+            raise JobError(f"job {job_id!r} is new: give it an --input")
+        context_id = f"crew-{job_id}-{uuid.uuid4().hex[:12]}"
+        return ledger.create_job(job_id, plan.name, plan.digest(), job_input, context_id)
+    if job.plan_digest != plan.digest():
+        raise JobError(
+            f"job {job_id!r} was started with another plan (digest {job.plan_digest}, this one "
+            f"is {plan.digest()}); a job never changes its plan: start a new job"
+        )
+    if job_input is not None and job_input != job.input:
+        raise JobError(f"job {job_id!r} was started with another input; leave --input out")
+    return job
+
+
+async def connect(
+    plan: Plan, names: set[str], environ: Mapping[str, str] | None = None
+) -> dict[str, AgentLink]:
+    """Read every named agent's card at once; fail (closing the others) if any is unusable."""
+    links: dict[str, AgentLink] = {}
+    errors: list[str] = []
+
+    async def one(name: str) -> None:
+        try:
+            links[name] = await AgentLink.connect(name, plan.agents[name], environ)
+        except AgentError as exc:
+            errors.append(str(exc))
+
+    async with anyio.create_task_group() as tg:
+        for name in sorted(names):
+            tg.start_soon(one, name)
+    if errors:
+        await close(links)
+        raise JobError("; ".join(sorted(errors)))
+    return links
+
+
+async def close(links: Mapping[str, AgentLink]) -> None:
+    with anyio.CancelScope(shield=True):
+        for link in links.values():
+            await link.aclose()
+
+
+def agent_info(link: AgentLink) -> AgentInfo:
+    return AgentInfo(
+        card_url=link.spec.card_url,
+        name=link.card.name,
+        versions=tuple(link.versions),
+        protocol=link.protocol,
+        binding=link.binding,
+        streaming=link.streaming,
+    )
+
+
+async def run_job(
+    plan: Plan,
+    ledger: Ledger,
+    job_id: str,
+    job_input: str | None,
+    *,
+    asker: Asker,
+    observer: Observer,
+    environ: Mapping[str, str] | None = None,
+) -> JobResult:
+    job = open_job(ledger, plan, job_id, job_input)
+    ledger.set_job_state(job_id, "running")
+    done = {s for s, row in ledger.steps(job_id).items() if row.state == "done"}
+    needed = {s.agent for s in plan.steps if s.id not in done}
+    links = await connect(plan, needed, environ)
+    for link in links.values():
+        observer.message(
+            f"agent {link.name}: {link.card.name!r} speaks {', '.join(link.versions)}; using "
+            f"v{link.protocol} {link.binding} ({'stream' if link.streaming else 'poll'})"
+        )
+    try:
+        crew = Crew(
+            plan,
+            ledger,
+            links,
+            job_id=job_id,
+            job_input=job.input,
+            context_id=job.context_id,
+            asker=asker,
+            observer=observer,
+        )
+        outcome = await crew.run()
+    finally:
+        await close(links)
+    final = ledger.job(job_id) or job
+    report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
+    return JobResult(outcome, report)

@@ -1,0 +1,92 @@
+"""The demo's model side: the project's mock model servers (tests/support/mock_models), started
+in the demo's own event loop so real agent CLIs can run without an API key.
+
+Each mock is an aiohttp server on 127.0.0.1, port 0, with its own way to start and to script
+answers; `MockModel` puts one face on the three. They are imported by name when the demo needs
+them, so the crew itself never depends on test code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+
+class MockModelError(RuntimeError):
+    """A mock model server could not be started or scripted."""
+
+
+@dataclass(frozen=True)
+class Script:
+    """Answer `text` when the latest user text contains `match`."""
+
+    match: str
+    text: str
+
+
+class MockModel:
+    def __init__(self, kind: str, server: Any, module: Any) -> None:
+        self.kind = kind
+        self._server = server
+        self._module = module
+
+    @property
+    def url(self) -> str:
+        for attribute in ("base_url", "url"):
+            value = getattr(self._server, attribute, None)
+            if isinstance(value, str) and value:
+                return value
+        raise MockModelError(f"mock {self.kind}: no url on {type(self._server).__name__}")
+
+    def answer(self, script: Script) -> None:
+        """Script one answer, in the mock's own terms."""
+        pattern = _literal(script.match)
+        if self.kind == "anthropic":
+            self._server.on(pattern, self._module.Reply(text=script.text))
+        elif self.kind == "openai-chat":
+            self._server.reply(self._module.TextReply(script.text), when=script.match)
+        elif self.kind == "openai-responses":
+            # This mock answers in order, not by pattern: one scripted answer per request.
+            self._server.script(self._module.Reply.of_text(script.text))
+        else:
+            raise MockModelError(f"mock {self.kind}: cannot script answers")
+
+
+def _literal(text: str) -> str:
+    import re  # noqa: PLC0415 - only the anthropic mock takes a regex
+
+    return re.escape(text)
+
+
+# kind -> (module, how the server is started)
+MOCKS = {
+    "anthropic": ("tests.support.mock_models.anthropic", "AnthropicMock"),
+    "openai-responses": ("tests.support.mock_models.openai_responses", "ResponsesMock"),
+    "openai-chat": ("tests.support.mock_models.openai_chat", "OpenAIChatMock"),
+}
+
+
+@asynccontextmanager
+async def running(kinds: list[str]) -> AsyncIterator[dict[str, MockModel]]:
+    """Start one mock server per kind; stop them all on exit."""
+    async with AsyncExitStack() as stack:
+        models: dict[str, MockModel] = {}
+        for kind in kinds:
+            if kind not in MOCKS:
+                raise MockModelError(f"unknown mock model {kind!r} (known: {sorted(MOCKS)})")
+            module_name, class_name = MOCKS[kind]
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as exc:
+                raise MockModelError(
+                    f"mock model {kind!r}: {module_name} is missing ({exc}); it lands on main "
+                    "with its backend"
+                ) from exc
+            cls = getattr(module, class_name)
+            starter = getattr(cls, "running", None)
+            server = await stack.enter_async_context(starter() if starter else cls())
+            models[kind] = MockModel(kind, server, module)
+        yield models

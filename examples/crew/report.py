@@ -1,0 +1,182 @@
+"""The final report, in Markdown, built from the ledger alone (so it can be rebuilt any time):
+every step's result, the gaps, the questions waiting for an answer, every remote task, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from examples.crew.ledger import JobRow, Ledger, RunRow, StepRow
+from examples.crew.plan import Plan, StepSpec
+
+MAX_RESULT_CHARS = 6000
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """What the card said, for the report."""
+
+    card_url: str
+    name: str
+    versions: tuple[str, ...]
+    protocol: str
+    binding: str
+    streaming: bool
+
+
+def _seconds(start: str, end: str | None) -> float | None:
+    if not end:
+        return None
+    parse = datetime.fromisoformat
+    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+def _cell(text: object) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n… ({len(text) - MAX_RESULT_CHARS} more characters)"
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def _usage(runs: list[RunRow]) -> tuple[int, int, float]:
+    tokens_in = sum(int(r.usage.get("inputTokens", 0) or 0) for r in runs)
+    tokens_out = sum(int(r.usage.get("outputTokens", 0) or 0) for r in runs)
+    cost = sum(float(r.usage.get("costUsd", 0) or 0) for r in runs)
+    return tokens_in, tokens_out, cost
+
+
+def step_backend(runs: list[RunRow], agent: AgentInfo | None) -> str:
+    """Who did the work: the backend a2a-wrapper daemons report, else the card's name."""
+    backends = sorted({r.backend for r in runs if r.backend})
+    if backends:
+        return ", ".join(backends)
+    return agent.name if agent is not None else ""
+
+
+def build_report(
+    plan: Plan,
+    job: JobRow,
+    ledger: Ledger,
+    agents: Mapping[str, AgentInfo],
+) -> str:
+    steps: dict[str, StepRow] = ledger.steps(job.job_id)
+    runs = ledger.runs(job.job_id)
+    by_step: dict[str, list[RunRow]] = {s.id: [] for s in plan.steps}
+    for run in runs:
+        by_step.setdefault(run.step_id, []).append(run)
+    out: list[str] = [f"# Crew job `{job.job_id}`: {job.state}", ""]
+    first_line = job.input.strip().splitlines()[0] if job.input.strip() else ""
+    out += [
+        f"- plan: **{plan.name}** (digest `{job.plan_digest}`), {len(plan.steps)} steps in "
+        f"{len(plan.layers)} layers",
+        f"- input: {_cell(first_line[:200])}",
+        f"- contextId: `{job.context_id}` (scope: {plan.context_scope})",
+        f"- started {job.created_at}, last change {job.updated_at}",
+        "",
+        "## Steps",
+        "",
+        "| step | agent | backend | state | rounds | attempts | time | tokens in/out | cost |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for spec in plan.steps:
+        row = steps.get(spec.id)
+        step_runs = by_step.get(spec.id, [])
+        state = row.state if row is not None else "pending"
+        times = [_seconds(r.started_at, r.ended_at) for r in step_runs]
+        spent = sum(t for t in times if t is not None) if step_runs else None
+        tin, tout, cost = _usage(step_runs)
+        out.append(
+            f"| {spec.id} | {spec.agent} | {_cell(step_backend(step_runs, agents.get(spec.agent)))}"
+            f" | {state} | {row.rounds if row else 0} | {len(step_runs)} | {_duration(spent)}"
+            f" | {tin}/{tout} | {f'${cost:.4f}' if cost else ''} |"
+        )
+    gaps: list[tuple[StepSpec, StepRow | None]] = [
+        (s, steps.get(s.id)) for s in plan.steps if s.id not in steps or steps[s.id].state != "done"
+    ]
+    waiting = [(s, r) for s, r in gaps if r is not None and r.state == "needs-input"]
+    if gaps:
+        out += ["", "## Gaps", ""]
+        for spec, step_row in gaps:
+            state = step_row.state if step_row else "pending"
+            detail = step_row.detail if step_row and step_row.detail else ""
+            out.append(f"- **{spec.id}** ({spec.agent}): {state}{': ' + detail if detail else ''}")
+    if waiting:
+        out += ["", "## Waiting for your answer", ""]
+        for spec, step_row in waiting:
+            out.append(f"- **{spec.id}**: {step_row.detail}")
+        out += [
+            "",
+            f"Answer by running the job again: `--job {job.job_id}` on a terminal, or "
+            f'`--job {job.job_id} --answer STEP="..."`.',
+        ]
+    out += ["", "## Results"]
+    for spec in plan.steps:
+        done = [r for r in by_step.get(spec.id, []) if r.state == "done"]
+        if not done:
+            continue
+        final = done[-1]
+        agent = agents.get(spec.agent)
+        how = f" · {final.via}" if final.via else ""
+        out += [
+            "",
+            f"### {spec.id}: {spec.agent} ({step_backend([final], agent)}), round {final.round}",
+            "",
+            f"task `{final.task_id or '(direct reply)'}` · message `{final.message_id}`{how}",
+        ]
+        earlier = [r for r in done if r is not final]
+        if earlier:
+            out.append(
+                "earlier rounds: "
+                + ", ".join(f"round {r.round} task `{r.task_id}`" for r in earlier)
+            )
+        out += ["", _fence(final.output_text or "(no text)")]
+    out += [
+        "",
+        "## Remote tasks",
+        "",
+        "| step | round | attempt | agent | task | state | detail |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        out.append(
+            f"| {run.step_id} | {run.round} | {run.attempt} | {run.agent} | "
+            f"`{run.task_id or '-'}` | {run.state} | {_cell((run.detail or '')[:160])} |"
+        )
+    tin, tout, cost = _usage(runs)
+    out += [
+        "",
+        "## Usage",
+        "",
+        f"{tin} input tokens, {tout} output tokens"
+        + (f", ${cost:.4f}" if cost else "")
+        + f" over {len(runs)} remote tasks.",
+        "",
+        "## Agents",
+        "",
+        "| agent | card | name | speaks | used |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, spec_agent in plan.agents.items():
+        info = agents.get(name)
+        if info is None:
+            out.append(f"| {name} | {spec_agent.card_url} | | | not contacted in this run |")
+            continue
+        mode = "stream" if info.streaming else "poll"
+        out.append(
+            f"| {name} | {info.card_url} | {_cell(info.name)} | {', '.join(info.versions)} | "
+            f"v{info.protocol} {info.binding}, {mode} |"
+        )
+    return "\n".join(out) + "\n"

@@ -1,0 +1,426 @@
+"""The Codex backend: one long-lived `codex app-server` per daemon, one thread per context.
+
+- `start()` checks the working directory and the binary, then starts the app-server;
+  `aclose()` stops it (and its process group) and the background tasks.
+- `run_turn()` takes the context's thread (warm, else `thread/resume` by id, else
+  `thread/start`), emits `SessionBound` at once, starts the turn and maps its notifications
+  (`wrappers.codex.events`). A thread stays loaded (warm) after its turn; idle ones are unloaded
+  after `warmIdle`, and the least recently used beyond `maxWarm`.
+- `interrupt()` sends `turn/interrupt`, then stops the commands the turn left running, and
+  returns once Codex reports both ended; if that takes longer than `INTERRUPT_GRACE`, the
+  app-server is stopped. The thread goes on with the next turn.
+- If the app-server dies, the turns it was running fail with the reason, and the next turn
+  starts a new one (resuming its thread by id).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+
+import anyio
+import structlog
+
+from core.backend import (
+    BackendEvent,
+    Diagnosis,
+    Failed,
+    Health,
+    Progress,
+    SessionBound,
+    Turn,
+)
+from core.backend.config.codex import CodexConfig
+from wrappers.codex.appserver import AppServer, AppServerError, AppServerExitedError, Tap
+from wrappers.codex.background import Background
+from wrappers.codex.diagnose import diagnose
+from wrappers.codex.events import TurnState, map_notification
+from wrappers.codex.inputs import input_items
+from wrappers.codex.options import (
+    Launch,
+    check_working_directory,
+    codex_binary,
+    launch,
+    thread_params,
+    turn_params,
+)
+from wrappers.codex.process import stop_thread_commands
+from wrappers.codex.threads import WarmThread, WarmThreads
+
+log = structlog.get_logger(__name__)
+
+INTERRUPT_GRACE = 5.0
+COMMAND_GRACE = 2.0
+UNLOAD_WAIT = 5.0
+REQUEST_TIMEOUT = 60.0
+
+
+class CodexStartError(RuntimeError):
+    """The backend cannot start; the message says what to change."""
+
+
+@dataclass
+class _ActiveTurn:
+    thread_id: str
+    server: AppServer
+    turn_id: str | None = None
+    finished: bool = False
+    stopped: anyio.Event | None = None  # set once a stop of this turn is over
+
+
+@dataclass
+class _Unloading:
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class CodexBackend:
+    name = "codex"
+
+    def __init__(
+        self,
+        config: CodexConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        tap: Tap | None = None,
+    ) -> None:
+        """`environ` is the environment the agent inherits (default: the daemon's); `tap`
+        sees every message the app-server sends (recording fixtures)."""
+        self.config = config
+        self._environ = dict(os.environ if environ is None else environ)
+        self._tap = tap
+        self._threads = WarmThreads(
+            max_warm=config.max_warm, warm_idle=config.warm_idle / 1000, clock=clock
+        )
+        self._active: dict[str, _ActiveTurn] = {}
+        self._unloading: dict[str, _Unloading] = {}
+        self._server: AppServer | None = None
+        self._server_lock = anyio.Lock()
+        self._background: Background | None = None
+        self._launch: Launch | None = None
+        self._pool_changed = anyio.Event()
+
+    # ----- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        try:
+            check_working_directory(self.config)
+            binary = codex_binary(self.config)
+        except (OSError, ValueError) as exc:
+            raise CodexStartError(str(exc)) from exc
+        self._launch = launch(self.config, binary, self._environ)
+        self._background = await Background.open()
+        try:
+            await self._ensure_server()
+        except BaseException:
+            await self._background.aclose()
+            self._background = None
+            raise
+        self._background.start_soon(self._evict_idle_forever, name="codex-evict-idle")
+
+    async def aclose(self) -> None:
+        """Stop the app-server (every thread stays on disk) and the background tasks."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.aclose()
+        self._threads.clear()
+        if self._background is not None:
+            await self._background.aclose()
+            self._background = None
+
+    @property
+    def app_server_pid(self) -> int | None:
+        """The pid of the running app-server (its process group id too), if one runs."""
+        server = self._server
+        return server.pid if server is not None and server.running else None
+
+    @property
+    def warm_threads(self) -> list[str]:
+        """The threads loaded in the app-server, least recently used first."""
+        return self._threads.ids()
+
+    async def _ensure_server(self) -> AppServer:
+        async with self._server_lock:
+            server = self._server
+            if server is not None and server.running:
+                return server
+            if self._background is None or self._launch is None:
+                raise RuntimeError("the codex backend is not started")
+            if server is not None:
+                log.warning("codex.app_server.replaced", reason=server.exit_reason)
+                self._threads.clear()
+            try:
+                self._server = await AppServer.launch(
+                    self._background.task_group, self._launch, tap=self._tap
+                )
+            except OSError as exc:
+                raise CodexStartError(f"cannot start codex app-server: {exc}") from exc
+            log.info("codex.app_server.started", pid=self._server.pid, version=self._server.version)
+            return self._server
+
+    # ----- turns ---------------------------------------------------------------------------
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        try:
+            server = await self._ensure_server()
+            thread, notes = await self._open_thread(server, turn.session_id)
+        except AppServerExitedError as exc:
+            yield Failed("unavailable", _server_gone(str(exc)))
+            return
+        except CodexStartError as exc:
+            yield Failed("unavailable", f"Codex is not available: {exc}")
+            return
+        except (AppServerError, TimeoutError) as exc:
+            yield Failed("error", f"Codex could not open a thread: {exc}")
+            return
+        active: _ActiveTurn | None = None
+        try:
+            yield SessionBound(thread.id)
+            for note in notes:
+                yield note
+            active = _ActiveTurn(thread.id, server)
+            self._active[turn.task_id] = active
+            with server.listen(thread.id) as notifications:
+                try:
+                    # Shielded: once asked, the turn runs; its id must be known to stop it.
+                    with anyio.CancelScope(shield=True), anyio.fail_after(REQUEST_TIMEOUT):
+                        started = await server.request("turn/start", self._turn_start(turn, thread))
+                except (AppServerError, AppServerExitedError, TimeoutError) as exc:
+                    active.finished = True
+                    yield _turn_refused(exc)
+                    return
+                active.turn_id = str(started["turn"]["id"])
+                state = TurnState(active.turn_id, thread.model)
+                async for notification in notifications:
+                    state, events = map_notification(
+                        state, notification.method, notification.params
+                    )
+                    for event in events:
+                        yield event
+                    if state.done:
+                        active.finished = True
+                        return
+                active.finished = True
+                yield Failed("error", _server_gone(server.exit_reason))
+        finally:
+            if active is None or active.finished:
+                self._active.pop(turn.task_id, None)
+                self._threads.release(thread.id)
+                self._pool_changed.set()
+            elif self._background is not None:
+                # The consumer went away mid-turn (cancel, deadline, or its own failure): stop
+                # the agent now; interrupt() waits for this same stop.
+                self._background.start_soon(self._stop, active, name="codex-stop-turn")
+
+    def _turn_start(self, turn: Turn, thread: WarmThread) -> dict[str, object]:
+        return {
+            **turn_params(self.config),
+            "threadId": thread.id,
+            "input": input_items(turn.parts),
+        }
+
+    async def _open_thread(
+        self, server: AppServer, session_id: str | None
+    ) -> tuple[WarmThread, list[BackendEvent]]:
+        """The thread for this turn, marked busy: warm, else resumed, else a new one."""
+        notes: list[BackendEvent] = []
+        params = thread_params(self.config)
+        if session_id is not None:
+            await self._settled(session_id)
+            warm = self._threads.take(session_id)
+            if warm is not None:
+                return warm, notes
+            try:
+                with anyio.fail_after(REQUEST_TIMEOUT):
+                    # excludeTurns: the history stays in Codex; we only need the thread loaded.
+                    resumed = await server.request(
+                        "thread/resume", {**params, "threadId": session_id, "excludeTurns": True}
+                    )
+                return self._register(server, session_id, resumed), notes
+            except AppServerError as exc:
+                log.warning("codex.thread.resume_failed", thread_id=session_id, error=exc.message)
+                notes.append(
+                    Progress(
+                        f"Codex could not resume session {session_id} ({exc.message}); "
+                        "this message starts a new one"
+                    )
+                )
+        with anyio.fail_after(REQUEST_TIMEOUT):
+            started = await server.request("thread/start", params)
+        return self._register(server, str(started["thread"]["id"]), started), notes
+
+    async def _settled(self, thread_id: str) -> None:
+        """Wait until nothing else is happening to the thread: a stop of its previous turn, or
+        its unloading."""
+        for active in list(self._active.values()):
+            if active.thread_id == thread_id and active.stopped is not None:
+                await active.stopped.wait()
+        unloading = self._unloading.get(thread_id)
+        if unloading is not None:
+            await unloading.done.wait()
+
+    def _register(
+        self, server: AppServer, thread_id: str, response: dict[str, object]
+    ) -> WarmThread:
+        model = response.get("model")
+        thread, evicted = self._threads.add(thread_id, model if isinstance(model, str) else None)
+        if evicted and self._background is not None:
+            # Marked now, so a turn arriving for one of them waits for the unload to finish
+            # before resuming it, instead of racing it.
+            for evicted_id in evicted:
+                self._unloading.setdefault(evicted_id, _Unloading())
+            self._background.start_soon(self._unload, server, evicted, name="codex-unload")
+        return thread
+
+    async def interrupt(self, turn: Turn) -> None:
+        """Stop the turn of `turn.task_id` and return once it has stopped."""
+        active = self._active.get(turn.task_id)
+        if active is not None and not active.finished:
+            await self._stop(active)
+
+    async def _stop(self, active: _ActiveTurn) -> None:
+        """Stop a turn once, whoever asks first; everyone returns when it has stopped."""
+        if active.stopped is not None:
+            await active.stopped.wait()
+            return
+        active.stopped = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._stop_turn(active)
+        finally:
+            active.finished = True
+            for task_id, entry in list(self._active.items()):
+                if entry is active:
+                    del self._active[task_id]
+            self._threads.release(active.thread_id)
+            self._pool_changed.set()
+            active.stopped.set()
+
+    async def _stop_turn(self, active: _ActiveTurn) -> None:
+        """Interrupt the turn, then stop the commands it left running (Codex keeps them as
+        the thread's background terminals). If Codex does not manage both within
+        INTERRUPT_GRACE, the app-server is stopped; the next turn starts a new one."""
+        server = active.server
+        if active.turn_id is None or not server.running:
+            return
+        with anyio.move_on_after(INTERRUPT_GRACE):
+            try:
+                try:
+                    await server.request(
+                        "turn/interrupt", {"threadId": active.thread_id, "turnId": active.turn_id}
+                    )
+                except AppServerError as exc:
+                    # The turn ended on its own meanwhile; its commands may still run.
+                    log.info("codex.turn.interrupt_refused", turn_id=active.turn_id, error=str(exc))
+                await server.turn_completed(active.turn_id)
+                await self._stop_commands(server, active.thread_id)
+            except AppServerExitedError:
+                return
+            except AppServerError as exc:
+                log.warning(
+                    "codex.turn.commands_not_stopped", turn_id=active.turn_id, error=str(exc)
+                )
+            else:
+                return
+        log.warning("codex.turn.interrupt_failed", turn_id=active.turn_id, pid=server.pid)
+        await server.aclose()
+
+    async def _stop_commands(self, server: AppServer, thread_id: str) -> None:
+        """Stop every command the thread still runs and wait until they are gone: Codex
+        reports a command ended when its sandbox wrapper is reaped, and a command whose start
+        raced the interrupt is killed by Codex a little later, unannounced; so the processes
+        themselves are waited for (and killed if Codex did not)."""
+        await server.request("thread/backgroundTerminals/clean", {"threadId": thread_id})
+        await server.commands_finished(thread_id)
+        await stop_thread_commands(thread_id, grace=COMMAND_GRACE)
+
+    # ----- warm threads --------------------------------------------------------------------
+
+    async def drop_session(self, session_id: str) -> None:
+        """Unload the thread (its files stay, so `codex resume` still finds it)."""
+        if any(a.thread_id == session_id for a in self._active.values()):
+            return
+        server = self._server
+        if self._threads.remove(session_id) and server is not None and server.running:
+            await self._unload(server, [session_id])
+
+    async def _unload(self, server: AppServer, thread_ids: list[str]) -> None:
+        """Stop what the threads still run, unsubscribe, and wait (briefly) until Codex reports
+        each one closed; a turn for one of them meanwhile waits for this to finish."""
+        for thread_id in thread_ids:
+            unloading = self._unloading.setdefault(thread_id, _Unloading())
+            try:
+                reply: dict[str, object] = {}
+                with server.listen(thread_id) as notifications:
+                    with anyio.move_on_after(REQUEST_TIMEOUT):
+                        await self._stop_commands(server, thread_id)
+                        reply = await server.request("thread/unsubscribe", {"threadId": thread_id})
+                    if reply.get("status") == "unsubscribed":
+                        with anyio.move_on_after(UNLOAD_WAIT):
+                            async for note in notifications:
+                                if note.method == "thread/closed":
+                                    break
+            except (AppServerError, AppServerExitedError) as exc:
+                log.info("codex.thread.unload_failed", thread_id=thread_id, error=str(exc))
+            finally:
+                unloading.done.set()
+                self._unloading.pop(thread_id, None)
+            log.debug("codex.thread.unloaded", thread_id=thread_id)
+
+    async def evict_idle(self) -> list[str]:
+        """Unload the threads idle for `warmIdle` now; returns their ids. The background
+        evictor calls this whenever the next idle thread is due."""
+        expired = self._threads.expired()
+        server = self._server
+        if expired and server is not None and server.running:
+            await self._unload(server, expired)
+        return expired
+
+    async def _evict_idle_forever(self) -> None:
+        while True:
+            delay = self._threads.next_expiry()
+            with anyio.move_on_after(delay if delay is not None else float("inf")):
+                await self._pool_changed.wait()
+            self._pool_changed = anyio.Event()
+            await self.evict_idle()
+
+    # ----- status --------------------------------------------------------------------------
+
+    async def health(self) -> Health:
+        server = self._server
+        if server is None:
+            return Health(False, "codex app-server not started")
+        if not server.running:
+            return Health(False, f"{server.exit_reason}; the next turn starts a new one")
+        return Health(
+            True,
+            f"codex app-server {server.version} (pid {server.pid}), "
+            f"{len(self._threads)} warm thread(s)",
+        )
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return await diagnose(self.config, self._environ)
+
+    def resume_command(self, session_id: str) -> str:
+        command = shlex.join(["codex", "resume", session_id])
+        if self.config.home is not None:
+            return f"CODEX_HOME={shlex.quote(str(self.config.home.expanduser()))} {command}"
+        return command
+
+
+def _server_gone(reason: str) -> str:
+    return (
+        f"The Codex app-server stopped during the turn ({reason}). The next message starts a "
+        "new one and continues this conversation."
+    )
+
+
+def _turn_refused(exc: Exception) -> Failed:
+    if isinstance(exc, AppServerExitedError):
+        return Failed("unavailable", _server_gone(str(exc)))
+    if isinstance(exc, TimeoutError):
+        return Failed("error", "Codex did not start the turn in time.")
+    return Failed("error", f"Codex refused the turn: {exc}")
