@@ -23,15 +23,16 @@ import argparse
 import asyncio
 import statistics
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from aiohttp import web
-from claude_agent_sdk import ClaudeSDKClient
+from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
 from core.backend import BackendEvent, Diagnosis, Health, Turn
 from core.server.app import create_app
@@ -211,3 +212,85 @@ if __name__ == "__main__":
     parser.add_argument("--contexts", type=int, default=5)
     parser.add_argument("--follow-ups", type=int, default=4)
     asyncio.run(main(parser.parse_args()))
+
+
+# ----- bench.turns: the same measurement in the shared agent-turn harness ---------------------
+
+
+def _serve_mock(workdir: Path) -> tuple[str, Callable[[], None]]:
+    """The mock model in a thread of its own (the harness runs the daemon as a process)."""
+    ready = threading.Event()
+    url: list[str] = []
+    stop_event: list[asyncio.Event] = []
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        async with AnthropicMock(api_key=KEY) as mock:
+            url.append(mock.url)
+            stop_event.append(asyncio.Event())
+            ready.set()
+            await stop_event[0].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("the mock model did not start")
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(stop_event[0].set)
+        thread.join(30)
+        loop.close()
+
+    return url[0], stop
+
+
+def _claude_block(base_url: str, root: Path) -> dict[str, Any]:
+    (root / "work").mkdir(parents=True, exist_ok=True)
+    return {
+        "workingDirectory": str(root / "work"),
+        "home": str(root / "claude-home"),
+        "env": {"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": KEY},
+    }
+
+
+def _daemon_config(base_url: str, workdir: Path) -> dict[str, Any]:
+    root = workdir / "daemon"
+    return {
+        "backend": "claude",
+        "storage": {"kind": "sqlite", "path": str(root / "tasks.sqlite3")},
+        "claude": _claude_block(base_url, root),
+    }
+
+
+def _direct(base_url: str, workdir: Path, session: str | None) -> str:
+    """One turn with claude-agent-sdk, its own Claude Code process (resumed when `session`)."""
+    config = load(
+        None,
+        overrides={"backend": "claude", "claude": _claude_block(base_url, workdir / "direct")},
+        environ={},
+    ).claude
+
+    async def turn() -> str:
+        client = ClaudeSDKClient(
+            options.build_options(
+                config, cli=options.resolve_cli(config), resume=session, marker=uuid.uuid4().hex
+            )
+        )
+        await client.connect()
+        try:
+            await client.query("Say hello." if session is None else "Say it again.")
+            async for message in client.receive_response():
+                if isinstance(message, ResultMessage):
+                    return message.session_id
+        finally:
+            await client.disconnect()
+        raise RuntimeError("the turn ended without a result")
+
+    return asyncio.run(turn())
+
+
+def target() -> Any:
+    """Claude's `bench.turns.Target` (found by `bench.turns.load_targets`)."""
+    from bench.turns import Target  # noqa: PLC0415
+
+    return Target(mock=_serve_mock, config=_daemon_config, direct=_direct)
