@@ -1,0 +1,126 @@
+"""One contextId is one Claude Code conversation: across turns, across a daemon restart, until
+the session's ttl; usage lands in the task. Real app, real CLI, the project's mock model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.backends.claude.conftest import (
+    COMPLETED,
+    MODEL,
+    ClaudeEnv,
+    FakeClock,
+    StartDaemon,
+    answer,
+    claude_processes,
+    send,
+    wait_exited,
+    wrapper,
+)
+from tests.support.mock_models.anthropic import AnthropicMock
+
+
+async def test_two_turns_on_one_context_are_one_conversation_in_one_warm_process(
+    start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    client = await start_daemon()
+
+    first = await send(client, "Remember the word PAPAYA.", "ctx-1")
+    processes = claude_processes()
+    second = await send(client, "Which word did I ask you to remember?", "ctx-1")
+
+    assert first["status"]["state"] == second["status"]["state"] == COMPLETED
+    assert answer(first).startswith("MOCK_REPLY #1 history: user[0]='Remember the word PAPAYA.'")
+    turn_two = await mock.wait_for_request(2)
+    assert turn_two.texts("user")[0].endswith("Remember the word PAPAYA.")
+    assert turn_two.texts("assistant") == [answer(first)]
+    assert turn_two.last_user_text == "Which word did I ask you to remember?"
+    assert "assistant[0]='MOCK_REPLY #1" in answer(second)
+    session = wrapper(first)["sessionId"]
+    assert wrapper(second)["sessionId"] == session
+    assert (wrapper(first)["newSession"], wrapper(second)["newSession"]) == (True, False)
+    assert wrapper(second)["resumeCommand"].endswith(f"claude --resume {session}")
+    assert wrapper(second)["backend"] == "claude"
+    assert len(processes) == 1
+    assert claude_processes() == processes, "the follow-up reused the warm process"
+
+
+async def test_a_third_turn_after_a_daemon_restart_continues_the_conversation(
+    start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    first_daemon = await start_daemon()
+    one = await send(first_daemon, "Remember the word PAPAYA.", "ctx-r")
+    two = await send(first_daemon, "And the number 42.", "ctx-r")
+    old_processes = claude_processes()
+    await first_daemon.close()
+
+    assert claude_processes() == [], "shutting the daemon down stopped its agent"
+    second_daemon = await start_daemon()
+    three = await send(second_daemon, "What did I ask you to remember?", "ctx-r")
+
+    assert three["status"]["state"] == COMPLETED
+    turn_three = await mock.wait_for_request(3)
+    assert turn_three.texts("assistant") == [answer(one), answer(two)]
+    assert turn_three.texts("user")[-2:] == ["And the number 42.", turn_three.last_user_text]
+    assert wrapper(three)["sessionId"] == wrapper(one)["sessionId"]
+    assert wrapper(three)["newSession"] is False
+    assert claude_processes() != old_processes
+
+
+async def test_an_expired_session_starts_fresh_and_the_model_sees_no_earlier_history(
+    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    clock = FakeClock()
+    client = await start_daemon(claude_env.settings(session={"ttl": 60_000}), clock=clock)
+    old = await send(client, "Remember the word PAPAYA.", "ctx-t")
+    old_processes = claude_processes()
+
+    clock.advance(seconds=61)
+    fresh = await send(client, "Which word was it?", "ctx-t")
+
+    assert fresh["status"]["state"] == COMPLETED
+    request = await mock.wait_for_request(2)
+    assert request.history() == "user[0]='Which word was it?'"
+    assert wrapper(fresh)["expiredSession"] is True
+    assert wrapper(fresh)["newSession"] is True
+    assert wrapper(fresh)["sessionId"] != wrapper(old)["sessionId"]
+    for pid in old_processes:  # the expired session's process was stopped
+        await wait_exited(pid)
+
+
+async def test_usage_lands_in_the_task_metadata(
+    start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    client = await start_daemon()
+
+    first = await send(client, "Hello there.", "ctx-u")
+    second = await send(client, "Hello again.", "ctx-u")
+
+    assert (await mock.wait_for_request(1)).model == MODEL
+    usage = [wrapper(first)["usage"], wrapper(second)["usage"]]
+    for turn in usage:
+        assert turn["model"] == MODEL
+        assert turn["inputTokens"] > 0
+        assert turn["outputTokens"] > 0
+        assert turn["costUsd"] > 0
+    # Each turn's own cost (about the same for two such turns), not the session's running total.
+    assert usage[1]["costUsd"] < 1.5 * usage[0]["costUsd"]
+
+
+@pytest.mark.timeout(90)
+async def test_a_session_missing_from_the_agent_state_starts_a_new_one(
+    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    first_daemon = await start_daemon()
+    old = await send(first_daemon, "Remember the word PAPAYA.", "ctx-m")
+    await first_daemon.close()
+    shutil.rmtree(claude_env.home / "projects")
+
+    second_daemon = await start_daemon()
+    task = await send(second_daemon, "Which word was it?", "ctx-m")
+
+    assert task["status"]["state"] == COMPLETED
+    assert (await mock.wait_for_request(2)).history() == "user[0]='Which word was it?'"
+    assert wrapper(task)["sessionId"] != wrapper(old)["sessionId"]

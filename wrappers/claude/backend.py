@@ -1,0 +1,395 @@
+"""`ClaudeBackend`: Claude Code behind the daemon, one warm `ClaudeSDKClient` per active context.
+
+Lifecycle of a context's client: the first turn connects one (a Claude Code process, resumed with
+`--resume=<id>` when the core has a session for the context); follow-up turns reuse it while the
+core asks for the same session; it is retired when idle for `warmIdle`, pushed out beyond
+`maxWarm`, dropped by the core (session TTL), replaced by another session, or when its process
+dies. A retired client's process is stopped for sure (process.stop); the session itself stays on
+disk, so the next turn resumes it.
+
+Background work (the idle reaper, stopping retired clients) runs in one task group, hosted by a
+task of its own between `start()` and `aclose()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup, TaskStatus
+from claude_agent_sdk import (
+    ClaudeSDKClient,
+    ClaudeSDKError,
+    CLINotFoundError,
+    Message,
+    ResultError,
+    ResultMessage,
+)
+
+from core.backend import BackendEvent, Diagnosis, Failed, Health, Progress, Turn
+from core.backend.config.claude import ClaudeConfig
+from wrappers.claude import diagnose, options, process
+from wrappers.claude.events import TurnState, map_message
+from wrappers.claude.pool import Key, WarmClient, WarmPool
+from wrappers.claude.prompt import user_message
+
+log = structlog.get_logger(__name__)
+
+CRASHED = (
+    "The Claude Code process ended in the middle of the turn; the next message starts a new "
+    "one and continues the session."
+)
+STDERR_LINES = 20
+COSTS_KEPT = 10_000
+
+
+class ClaudeStartError(RuntimeError):
+    """Claude Code cannot run as configured; the message says what to fix."""
+
+
+class _SessionNotFoundError(Exception):
+    pass
+
+
+class _StderrTail:
+    """The CLI's last stderr lines, logged when it fails to start (at debug level otherwise:
+    they may quote the conversation)."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=STDERR_LINES)
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        log.debug("claude.stderr", line=line)
+
+
+def _messages(client: ClaudeSDKClient) -> AsyncGenerator[Message, None]:
+    """The client's messages up to and including the turn's ResultMessage (an async generator:
+    closed explicitly, never left to the garbage collector)."""
+    return cast("AsyncGenerator[Message, None]", client.receive_response())
+
+
+async def _once(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield message
+
+
+class ClaudeBackend:
+    name = "claude"
+
+    def __init__(
+        self,
+        config: ClaudeConfig,
+        *,
+        interrupt_grace: float = 3.0,
+        stop_grace: float = 2.0,
+    ) -> None:
+        """`interrupt_grace`: how long an interrupted turn may take to stop before its process
+        is killed; `stop_grace`: how long a retired process may take to exit before SIGTERM,
+        then before SIGKILL."""
+        self._config = config
+        self._interrupt_grace = interrupt_grace
+        self._stop_grace = stop_grace
+        idle = config.warm_idle / 1000 if config.warm_idle else None
+        self._pool = WarmPool(max_warm=config.max_warm, idle_seconds=idle)
+        self._stopping_sessions: dict[str, anyio.Event] = {}
+        """Sessions whose retired process is still exiting: a resume waits for it, so two
+        processes never write one session's transcript."""
+        self._costs: OrderedDict[str, float] = OrderedDict()
+        """Each session's cumulative cost at its last result, for the next turn's baseline."""
+        self._cli: Path | None = None
+        self._changed = anyio.Event()
+        self._stopping = anyio.Event()
+        self._tg: TaskGroup | None = None
+        self._reaper: anyio.CancelScope | None = None
+        self._host: asyncio.Task[None] | None = None
+        self._warned_approvals = False
+
+    # ----- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Check the configuration (refusing what cannot work headless), then start the task
+        group that reaps idle clients."""
+        problems = self._problems()
+        if problems:
+            raise ClaudeStartError("; ".join(problems))
+        self._cli = options.resolve_cli(self._config)
+        if self._config.home is not None:
+            self._config.home.expanduser().mkdir(parents=True, exist_ok=True)
+        ready = anyio.Event()
+        self._host = asyncio.create_task(self._run(ready), name="claude-backend")
+        await ready.wait()
+
+    def _problems(self) -> list[str]:
+        config = self._config
+        problems = []
+        workdir = options.working_directory(config)
+        if not workdir.is_dir():
+            problems.append(f"claude.workingDirectory {workdir} does not exist")
+        for extra in config.add_dirs:
+            if not extra.expanduser().is_dir():
+                problems.append(f"claude.addDirs: {extra} does not exist")
+        if options.resolve_cli(config) is None:
+            where = f"at claude.cliPath {config.cli_path}" if config.cli_path else "(bundled)"
+            problems.append(
+                f"the Claude Code binary was not found {where}; install the claude extra "
+                "(pip install 'a2a-wrapper[claude]') or set claude.cliPath"
+            )
+        env = {**os.environ, **config.env}
+        if (
+            config.permission_mode == "bypassPermissions"
+            and os.geteuid() == 0
+            and not env.get("IS_SANDBOX")
+        ):
+            problems.append(
+                "Claude Code refuses bypassPermissions as root unless it runs in a sandbox; "
+                'set "IS_SANDBOX": "1" in claude.env if this machine is one, or run as '
+                "another user"
+            )
+        return problems
+
+    async def _run(self, ready: anyio.Event) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await tg.start(self._reap)
+                ready.set()
+                await self._stopping.wait()
+                if self._reaper is not None:
+                    self._reaper.cancel()
+                # The task group now waits for the retired clients still stopping.
+        finally:
+            self._tg = None
+            ready.set()
+
+    async def aclose(self) -> None:
+        """Stop every client's process (a running turn is killed), then the task group."""
+        for warm in self._pool.drain():
+            await self._retire(warm, "shutdown", force=warm.busy)
+        self._stopping.set()
+        if self._host is not None:
+            await self._host
+            self._host = None
+
+    async def _reap(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Retire clients idle for longer than `warmIdle`, waking when the pool changes or the
+        next one is due."""
+        with anyio.CancelScope() as scope:
+            self._reaper = scope
+            task_status.started()
+            while True:
+                changed = self._changed
+                due = self._pool.next_expiry()
+                delay = math.inf if due is None else max(0.0, due - time.monotonic())
+                with anyio.move_on_after(delay):
+                    await changed.wait()
+                if changed.is_set() and changed is self._changed:
+                    self._changed = anyio.Event()
+                for warm in self._pool.expired(time.monotonic()):
+                    await self._retire(warm, "idle")
+
+    def _notify(self) -> None:
+        self._changed.set()
+
+    async def _retire(self, warm: WarmClient, reason: str, *, force: bool = False) -> None:
+        """Forget `warm` and stop its process: in the background when the task group runs."""
+        self._pool.remove(warm)
+        log.info("claude.retire", reason=reason, pid=warm.pid, session_id=warm.session_id)
+        if self._tg is None:
+            await self._stop(warm, force)
+            return
+        done = anyio.Event()
+        if warm.session_id is not None:
+            self._stopping_sessions[warm.session_id] = done
+        self._tg.start_soon(self._stop, warm, force, done)
+
+    async def _stop(self, warm: WarmClient, force: bool, done: anyio.Event | None = None) -> None:
+        try:
+            await process.stop(warm.client, warm.pid, grace=self._stop_grace, force=force)
+        finally:
+            if done is not None:
+                done.set()
+                sid = warm.session_id
+                if sid is not None and self._stopping_sessions.get(sid) is done:
+                    del self._stopping_sessions[sid]
+
+    # ----- turns -----------------------------------------------------------------------------
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        """One turn on the context's warm client. Cancelling the consumer leaves the client
+        busy with this turn; `interrupt(turn)` then stops it."""
+        if turn.approvals == "ask" and not self._warned_approvals:
+            # Questions to the caller (can_use_tool -> ApprovalRequest) are not built for this
+            # backend yet: its permission mode and allowedTools decide, as in `policy` mode.
+            self._warned_approvals = True
+            log.warning("claude.approvals_ask_unsupported", decided_by="permissionMode")
+        try:
+            warm, notes = await self._checkout(turn)
+        except ClaudeStartError as exc:
+            yield Failed("unavailable", str(exc))
+            return
+        for note in notes:
+            yield note
+        state = TurnState(cost_before=warm.cost_total)
+        try:
+            warm.prompt_sent = True
+            await warm.client.query(_once(user_message(turn)))
+            async with aclosing(_messages(warm.client)) as messages:
+                async for message in messages:
+                    state, events = map_message(state, message)
+                    if state.session_id is not None:
+                        warm.session_id = state.session_id
+                    if state.finished:
+                        # Before the result's events go out: a consumer may stop at a Failed.
+                        self._finish(warm, state)
+                    for event in events:
+                        yield event
+        except ClaudeSDKError as exc:
+            log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
+        if not state.finished:
+            await self._retire(warm, "crashed", force=True)
+            yield Failed("error", CRASHED)
+
+    def _finish(self, warm: WarmClient, state: TurnState) -> None:
+        self._record_cost(warm, state.cost_total)
+        self._pool.release(warm)
+        self._notify()
+
+    def _record_cost(self, warm: WarmClient, total: float | None) -> None:
+        if total is None:
+            return
+        warm.cost_total = total
+        if warm.session_id is not None:
+            self._costs[warm.session_id] = total
+            self._costs.move_to_end(warm.session_id)
+            while len(self._costs) > COSTS_KEPT:
+                self._costs.popitem(last=False)
+
+    async def _checkout(self, turn: Turn) -> tuple[WarmClient, list[BackendEvent]]:
+        """The client for this turn: the context's warm one when it holds the requested session,
+        otherwise a new one (resuming `turn.session_id` when set)."""
+        key: Key = (turn.principal, turn.context_id)
+        warm = self._pool.get(key)
+        if warm is not None:
+            reason = self._unusable(warm, turn)
+            if reason is None:
+                self._pool.checkout(warm, turn.task_id)
+                return warm, []
+            await self._retire(warm, reason, force=warm.busy)
+        notes: list[BackendEvent] = []
+        try:
+            warm = await self._connect(key, turn.session_id)
+        except _SessionNotFoundError:
+            notes.append(
+                Progress(
+                    f"Claude Code has no session {turn.session_id} in its state directory; "
+                    "this turn starts a new session."
+                )
+            )
+            warm = await self._connect(key, None)
+        self._pool.checkout(warm, turn.task_id)
+        for evicted in self._pool.add(warm):
+            await self._retire(evicted, "maxWarm")
+        self._notify()
+        return warm, notes
+
+    @staticmethod
+    def _unusable(warm: WarmClient, turn: Turn) -> str | None:
+        """Why the context's warm client cannot take `turn`, or None when it can."""
+        if warm.busy:
+            # A turn that ended without being interrupted: the client's state is unknown.
+            return "stale"
+        if turn.session_id is None or warm.session_id != turn.session_id:
+            return "other session"
+        if warm.pid is not None and not process.alive(warm.pid):
+            return "exited"
+        return None
+
+    async def _connect(self, key: Key, resume: str | None) -> WarmClient:
+        stopping = self._stopping_sessions.get(resume) if resume is not None else None
+        if stopping is not None:
+            await stopping.wait()
+        marker = uuid.uuid4().hex
+        stderr = _StderrTail()
+        client = ClaudeSDKClient(
+            options.build_options(
+                self._config, cli=self._cli, resume=resume, marker=marker, stderr=stderr
+            )
+        )
+        try:
+            await client.connect()
+        except CLINotFoundError as exc:
+            raise ClaudeStartError(f"the Claude Code binary {self._cli} cannot be run") from exc
+        except ClaudeSDKError as exc:
+            text = exc.result if isinstance(exc, ResultError) and exc.result else ""
+            text = text or "\n".join(stderr.lines)
+            if resume is not None and "No conversation found" in text:
+                raise _SessionNotFoundError from exc
+            log.warning("claude.start_failed", error=type(exc).__name__, stderr=list(stderr.lines))
+            raise ClaudeStartError(
+                "Claude Code did not start (see the daemon log for its output)"
+            ) from exc
+        pid = process.find_child(marker)
+        log.info("claude.started", pid=pid, resume=resume)
+        # A resumed session's cost starts from its earlier total (unknown after a restart).
+        cost = self._costs.get(resume) if resume is not None else 0.0
+        return WarmClient(key=key, client=client, pid=pid, session_id=resume, cost_total=cost)
+
+    async def interrupt(self, turn: Turn) -> None:
+        """Stop the turn: Claude Code's own interrupt (the process stays warm for the next turn
+        of the context), or, when it does not end the turn within the grace period, kill the
+        process. Returns once the agent has stopped."""
+        warm = self._pool.get((turn.principal, turn.context_id))
+        if warm is None or warm.task_id != turn.task_id:
+            return
+        if not warm.prompt_sent:
+            self._pool.release(warm)
+            self._notify()
+            return
+        stopped = False
+        with anyio.move_on_after(self._interrupt_grace):
+            try:
+                await warm.client.interrupt()
+                async with aclosing(_messages(warm.client)) as messages:
+                    async for message in messages:
+                        if isinstance(message, ResultMessage):
+                            stopped = True
+                            self._record_cost(warm, message.total_cost_usd)
+            except ClaudeSDKError as exc:
+                log.warning("claude.interrupt_failed", error=type(exc).__name__, pid=warm.pid)
+        if stopped:
+            log.info("claude.interrupted", pid=warm.pid, task_id=turn.task_id)
+            self._pool.release(warm)
+            self._notify()
+            return
+        self._pool.remove(warm)
+        log.warning("claude.interrupt_timeout", pid=warm.pid, task_id=turn.task_id)
+        await self._stop(warm, force=True)
+
+    async def drop_session(self, session_id: str) -> None:
+        self._costs.pop(session_id, None)
+        for warm in self._pool.with_session(session_id):
+            if not warm.busy:
+                await self._retire(warm, "session dropped")
+
+    # ----- status ----------------------------------------------------------------------------
+
+    async def health(self) -> Health:
+        if self._host is None or self._host.done():
+            return Health(ok=False, detail="not running")
+        return Health(ok=True, detail=f"{len(self._pool)} warm session(s)")
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return await diagnose.diagnose(self._config)
+
+    def resume_command(self, session_id: str) -> str | None:
+        return options.resume_command(self._config, session_id)

@@ -1,0 +1,86 @@
+"""Static checks for `a2a-wrapper check`: binary and version, working directory, credentials.
+
+Nothing here starts the agent or prints a secret: credentials are reported by where they come
+from (a variable's name, a file's path), never by value.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+
+from core.backend import Diagnosis
+from core.backend.config.claude import ClaudeConfig
+from wrappers.claude.options import CONFIG_DIR_VARIABLE, agent_env, resolve_cli, working_directory
+
+VERSION_TIMEOUT = 10.0
+CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+PROVIDER_VARIABLES = (
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+)
+
+
+async def cli_version(cli: Path) -> str:
+    """`<cli> --version`, e.g. "2.1.332 (Claude Code)"; raises OSError or CalledProcessError."""
+    with anyio.fail_after(VERSION_TIMEOUT):
+        done = await anyio.run_process([str(cli), "--version"], check=True)
+    return done.stdout.decode("utf-8", "replace").strip()
+
+
+async def binary(config: ClaudeConfig) -> Diagnosis:
+    cli = resolve_cli(config)
+    if cli is None:
+        where = f"claude.cliPath {config.cli_path}" if config.cli_path else "bundled or on PATH"
+        return Diagnosis("claude binary", ok=False, detail=f"not found ({where})")
+    try:
+        version = await cli_version(cli)
+    except (OSError, subprocess.CalledProcessError, TimeoutError) as exc:
+        return Diagnosis("claude binary", ok=False, detail=f"{cli}: does not run ({exc})")
+    return Diagnosis("claude binary", ok=True, detail=f"{cli} ({version})")
+
+
+def workspace(config: ClaudeConfig) -> Diagnosis:
+    path = working_directory(config)
+    if not path.is_dir():
+        return Diagnosis("working directory", ok=False, detail=f"{path} does not exist")
+    return Diagnosis("working directory", ok=True, detail=str(path))
+
+
+def config_dir(config: ClaudeConfig, environ: Mapping[str, str]) -> Path:
+    """Where the CLI keeps its state and its login: `home`, CLAUDE_CONFIG_DIR, or ~/.claude."""
+    env = {**environ, **agent_env(config)}
+    configured = env.get(CONFIG_DIR_VARIABLE)
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
+def credentials(config: ClaudeConfig, environ: Mapping[str, str] | None = None) -> Diagnosis:
+    environ = os.environ if environ is None else environ
+    env = {**environ, **agent_env(config)}
+    endpoint = env.get("ANTHROPIC_BASE_URL")
+    where = f" for {urlsplit(endpoint).netloc or endpoint}" if endpoint else ""
+    for name in CREDENTIAL_VARIABLES:
+        if env.get(name):
+            return Diagnosis("credentials", ok=True, detail=f"{name} is set{where}")
+    for name in PROVIDER_VARIABLES:
+        if env.get(name):
+            return Diagnosis("credentials", ok=True, detail=f"{name} is set (cloud provider)")
+    login = config_dir(config, environ) / ".credentials.json"
+    if login.is_file():
+        return Diagnosis("credentials", ok=True, detail=f"a `claude /login` login in {login}")
+    return Diagnosis(
+        "credentials",
+        ok=False,
+        detail="none found: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the daemon or "
+        f"in claude.env, or run `claude /login` (looked for {login})",
+    )
+
+
+async def diagnose(config: ClaudeConfig) -> list[Diagnosis]:
+    return [await binary(config), workspace(config), credentials(config)]
