@@ -9,7 +9,8 @@ Every chat request is recorded as a `ChatRequest` (body, headers, what was answe
 client went away mid-reply), so a test can assert what the model saw.
 
 What it answers, first match wins:
-  1. a rule added with `reply(...)` whose `when` matches (a substring of the last user text, or a
+  1. a rule added with `reply(...)` whose `when` matches (a substring of the user's text when the
+     request ends with a user message, so a tool result that follows does not match again; or a
      predicate on the request); a rule with `times` is used that many times, then dropped;
   2. the built-in rules on the last user text (clients wrap prompts in extra text, so
      directives are searched anywhere in it):
@@ -218,7 +219,7 @@ class _Rule:
         if self.when is None:
             return True
         if isinstance(self.when, str):
-            return self.when in request.last_user_text
+            return request.last_role == "user" and self.when in request.last_user_text
         return self.when(request)
 
 
@@ -334,9 +335,10 @@ class OpenAIChatMock:
     def reply(
         self, reply: Reply | Responder, *, when: Matcher | None = None, times: int | None = None
     ) -> None:
-        """Answer requests that match `when` (a substring of the last user text or a predicate;
-        None = every request) with `reply` (or what a responder returns; None falls through).
-        Rules are tried in the order they were added; `times` limits how often one applies."""
+        """Answer requests that match `when` with `reply` (or what a responder returns; None
+        falls through). `when` is a substring of the last message when that is the user's, or a
+        predicate on the request; None matches every request. Rules are tried in the order they
+        were added; `times` limits how often one applies."""
         self._rules.append(_Rule(reply, when, times))
 
     def release_stalls(self) -> None:
@@ -350,8 +352,7 @@ class OpenAIChatMock:
         self._release = asyncio.Event()
 
     def matching(self, predicate: Matcher) -> list[ChatRequest]:
-        """The recorded requests whose last user text contains `predicate` (or that satisfy
-        it)."""
+        """The recorded requests that match `predicate` (as `when` in `reply`)."""
         rule = _Rule(TextReply(""), predicate, None)
         return [r for r in self.requests if rule.matches(r)]
 

@@ -1,0 +1,343 @@
+"""The OpenCode backend: turns through one `opencode serve`, one session per A2A context."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import time
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AsyncExitStack, aclosing
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import anyio
+import structlog
+
+from core.backend import (
+    BackendEvent,
+    Content,
+    DataContent,
+    Diagnosis,
+    Failed,
+    FileContent,
+    Health,
+    SessionBound,
+    TextContent,
+    Turn,
+)
+from core.backend.config.opencode import OpencodeConfig
+from wrappers.opencode import diagnose as diagnostics
+from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
+from wrappers.opencode.events import (
+    AbortTurn,
+    Action,
+    AnswerApproval,
+    RejectPermission,
+    RejectQuestion,
+    TurnMapper,
+)
+from wrappers.opencode.launch import OpencodeUnavailableError, session_permission, xdg_env
+from wrappers.opencode.router import EventRouter, Lost, Subscription
+from wrappers.opencode.server import OpencodeServer
+
+log = structlog.get_logger(__name__)
+
+# A turn's end: OpenCode sends `session.idle` once more after it finalises an aborted or failed
+# message; this long at most we wait for that after an idle that came first.
+SETTLE_GRACE = 2.0
+INTERRUPT_TIMEOUT = 5.0  # s; the core gives interrupt() 10 s in all
+READY_TIMEOUT = 60.0  # s a turn waits for a restarting server
+_REPLIES = {"approve": "once", "approve_always": "always", "deny": "reject"}
+_HTTP_ERRORS = (OpencodeHTTPError, aiohttp.ClientError, OSError, TimeoutError)
+
+
+@dataclass
+class _ActiveTurn:
+    mapper: TurnMapper
+    inbox: Subscription
+    client: OpencodeClient
+
+
+class OpencodeBackend:
+    """The `Backend` for OpenCode (docs/backends.md#opencode).
+
+    `start()` enters a task group that holds the server supervisor and its event reader;
+    `aclose()` leaves it, stopping both (the core calls them from one task). Turns of different
+    sessions run concurrently on the one server.
+    """
+
+    name = "opencode"
+
+    def __init__(self, config: OpencodeConfig) -> None:
+        self.config = config
+        self._router = EventRouter()
+        self._server = OpencodeServer(config, self._router)
+        self._stack: AsyncExitStack | None = None
+        self._active: dict[str, _ActiveTurn] = {}
+        self._warm: OrderedDict[str, float] = OrderedDict()
+        model = config.model.split("/", 1) if config.model else None
+        self._model = (model[0], model[1]) if model else None
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        directory = self.config.working_directory.expanduser()
+        if not self.config.server_url and not directory.is_dir():
+            raise OpencodeUnavailableError(f"opencode.workingDirectory {directory} does not exist")
+        stack = AsyncExitStack()
+        try:
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            await tg.start(self._server.run)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+
+    async def aclose(self) -> None:
+        stack, self._stack = self._stack, None
+        for active in list(self._active.values()):
+            active.inbox.close()
+        self._active.clear()
+        if stack is not None:
+            await stack.aclose()
+
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the `opencode serve` child (None when attached or not started)."""
+        return self._server.pid
+
+    async def health(self) -> Health:
+        client = self._server.client
+        if client is None:
+            return Health(ok=False, detail="the OpenCode server is not running")
+        try:
+            body = await client.health()
+        except _HTTP_ERRORS as exc:
+            return Health(ok=False, detail=f"the OpenCode server does not answer: {exc}")
+        return Health(ok=bool(body.get("healthy")), detail=f"opencode {body.get('version')}")
+
+    async def diagnose(self) -> list[Diagnosis]:
+        return await diagnostics.diagnose(self.config)
+
+    def resume_command(self, session_id: str) -> str:
+        command = f"opencode --session {shlex.quote(session_id)}"
+        if self.config.home is None:
+            return command
+        env = xdg_env(self.config.home.expanduser().resolve())
+        return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+
+    # ----- turns -------------------------------------------------------------------------------
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        try:
+            client = await self._server.wait_ready(READY_TIMEOUT)
+            session_id = await self._session_for(client, turn)
+        except (*_HTTP_ERRORS, OpencodeUnavailableError) as exc:
+            yield Failed("unavailable", f"OpenCode is not available: {exc}")
+            return
+        yield SessionBound(session_id)
+        message_id = new_message_id()
+        mapper = TurnMapper(
+            session_id,
+            message_id,
+            max_retries=self.config.max_retries,
+            approvals=turn.approvals,
+        )
+        active = _ActiveTurn(mapper, self._router.subscribe(session_id), client)
+        self._active[turn.task_id] = active
+        ended = False
+        try:
+            try:
+                # Shielded: once sent, the prompt is either accepted or refused, so interrupt()
+                # knows whether there is anything to stop.
+                with anyio.CancelScope(shield=True):
+                    await client.prompt_async(
+                        session_id,
+                        message_id=message_id,
+                        parts=[_part(c) for c in turn.parts],
+                        agent=self.config.agent,
+                        model=self._model,
+                        system=self.config.system_prompt,
+                    )
+            except _HTTP_ERRORS as exc:
+                ended = True
+                yield Failed("error", f"OpenCode refused the prompt: {exc}")
+                return
+            async with aclosing(self._follow(active)) as events:
+                async for event in events:
+                    yield event
+            ended = True
+            usage = mapper.usage()
+            lost = mapper.failure
+            if usage is not None:
+                yield usage
+            if lost is not None:
+                yield Failed("error", lost)
+        finally:
+            if ended:
+                self._forget(turn.task_id)
+            # Otherwise the consumer stopped early: interrupt() stops the agent and cleans up.
+
+    async def _follow(self, active: _ActiveTurn) -> AsyncGenerator[BackendEvent, None]:
+        """The turn's events until it is over (or its server is gone)."""
+        mapper = active.mapper
+        while not mapper.done:
+            item = await self._next(active)
+            if item is None:
+                return  # an idle came before the last message was final; it will not come
+            if isinstance(item, Lost):
+                mapper.failure = item.reason
+                return
+            step = mapper.feed(item)
+            for event in step.events:
+                yield event
+            # After the events: an approval is answered once the engine resumed us.
+            for action in step.actions:
+                await self._act(active, action)
+
+    async def _next(self, active: _ActiveTurn) -> dict[str, Any] | Lost | None:
+        if not active.mapper.idle_seen:
+            return await active.inbox.receive()
+        with anyio.move_on_after(SETTLE_GRACE):
+            return await active.inbox.receive()
+        return None
+
+    async def _act(self, active: _ActiveTurn, action: Action) -> None:
+        session_id = active.mapper.session_id
+        try:
+            match action:
+                case RejectPermission(request_id=request_id, message=message):
+                    await active.client.reply_permission(request_id, "reject", message)
+                case RejectQuestion(request_id=request_id):
+                    await active.client.reject_question(request_id)
+                case AnswerApproval(request_id=request_id, request=request):
+                    answer = await request.reply.wait()
+                    reply = _REPLIES[answer.decision]
+                    message = answer.message or ("" if reply != "reject" else "Denied.")
+                    await active.client.reply_permission(request_id, reply, message)
+                case AbortTurn(reason=reason):
+                    log.warning("opencode.turn_abort", session_id=session_id, reason=reason)
+                    await active.client.abort(session_id)
+        except _HTTP_ERRORS as exc:
+            log.warning("opencode.action_failed", action=type(action).__name__, error=str(exc))
+
+    async def interrupt(self, turn: Turn) -> None:
+        """Abort the turn in OpenCode and return once the session is idle again.
+
+        Should OpenCode still call the session busy after INTERRUPT_TIMEOUT, the server is
+        restarted (its other turns fail too): a cancelled turn must really stop.
+        """
+        active = self._active.get(turn.task_id)
+        if active is None:
+            return
+        mapper = active.mapper
+        try:
+            with anyio.move_on_after(INTERRUPT_TIMEOUT):
+                await self._abort_and_settle(active)
+            if not mapper.done and await self._still_busy(active):
+                await self._server.restart(
+                    f"session {mapper.session_id} did not stop after an abort"
+                )
+        finally:
+            self._forget(turn.task_id)
+
+    async def _abort_and_settle(self, active: _ActiveTurn) -> None:
+        mapper = active.mapper
+        # The prompt was accepted; abort only once it runs, or it would run after the abort.
+        while not mapper.started and not mapper.done:
+            if not await self._feed_one(active):
+                return
+        if not mapper.done:
+            try:
+                await active.client.abort(mapper.session_id)
+            except _HTTP_ERRORS as exc:
+                log.warning("opencode.abort_failed", session_id=mapper.session_id, error=str(exc))
+                return
+        while not mapper.done:
+            if not await self._feed_one(active):
+                return
+
+    async def _still_busy(self, active: _ActiveTurn) -> bool:
+        try:
+            with anyio.fail_after(2):
+                return active.mapper.session_id in await active.client.busy_sessions()
+        except _HTTP_ERRORS:
+            return False  # the server is gone or restarting: nothing left running
+
+    async def _feed_one(self, active: _ActiveTurn) -> bool:
+        """Feed the next event to the mapper; False when no more will come."""
+        item = await self._next(active)
+        if item is None or isinstance(item, Lost):
+            return False
+        active.mapper.feed(item)
+        return True
+
+    def _forget(self, task_id: str) -> None:
+        active = self._active.pop(task_id, None)
+        if active is not None:
+            active.inbox.close()
+
+    # ----- sessions ----------------------------------------------------------------------------
+
+    async def _session_for(self, client: OpencodeClient, turn: Turn) -> str:
+        """The turn's session: the warm one, the stored one if OpenCode still has it, or new."""
+        self._evict()
+        session_id = turn.session_id
+        known = session_id is None or session_id in self._warm
+        if not known and await client.get_session(str(session_id)) is None:
+            log.warning("opencode.session_missing", session_id=session_id)
+            session_id = None
+        if session_id is None:
+            title = f"A2A {turn.context_id[:8]}: {turn.text[:60]}".strip()
+            session = await client.create_session(
+                title=title, permission=session_permission(self.config)
+            )
+            session_id = str(session["id"])
+        self._warm[session_id] = time.monotonic()
+        self._warm.move_to_end(session_id)
+        self._evict()
+        return session_id
+
+    def _evict(self) -> None:
+        """Forget sessions idle longer than warmIdle, and the oldest beyond maxWarm. A forgotten
+        session is checked with OpenCode (and recreated if gone) on its next turn."""
+        idle_limit = self.config.warm_idle / 1000
+        now = time.monotonic()
+        for session_id, used in list(self._warm.items()):
+            if idle_limit and now - used > idle_limit:
+                del self._warm[session_id]
+        while len(self._warm) > self.config.max_warm:
+            self._warm.popitem(last=False)
+
+    async def drop_session(self, session_id: str) -> None:
+        """The session expired (ttl): forget it and delete it from OpenCode (best effort)."""
+        self._warm.pop(session_id, None)
+        client = self._server.client
+        if client is None:
+            return
+        try:
+            await client.delete_session(session_id)
+        except _HTTP_ERRORS as exc:
+            log.warning("opencode.drop_failed", session_id=session_id, error=str(exc))
+
+
+def _part(content: Content) -> dict[str, Any]:
+    """One A2A part as an OpenCode prompt part."""
+    match content:
+        case TextContent(text=text):
+            return {"type": "text", "text": text}
+        case FileContent(data=data, url=url, name=name, media_type=media_type):
+            mime = media_type or "application/octet-stream"
+            if data is not None:
+                url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+            part = {"type": "file", "mime": mime, "url": url or ""}
+            if name:
+                part["filename"] = name
+            return part
+        case DataContent(data=data):
+            return {"type": "text", "text": json.dumps(data)}
+    raise TypeError(f"unsupported content {content!r}")

@@ -1,0 +1,131 @@
+"""`a2a-wrapper check` for OpenCode: binary and version, working directory, credentials.
+
+Runs without starting the server; never prints a secret, only where one was found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from core.backend import Diagnosis
+from core.backend.config.opencode import OpencodeConfig
+from wrappers.opencode.launch import OpencodeUnavailableError, find_binary, opencode_config
+from wrappers.opencode.server import split_credentials
+
+# The environment variables OpenCode reads for its built-in providers (models.dev `env`).
+PROVIDER_ENV: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "azure": ("AZURE_API_KEY",),
+    "amazon-bedrock": ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK"),
+    "opencode": ("OPENCODE_API_KEY",),
+}
+
+
+async def diagnose(
+    config: OpencodeConfig, environ: Mapping[str, str] | None = None
+) -> list[Diagnosis]:
+    env = {**(os.environ if environ is None else environ), **config.env}
+    checks = [await _binary(config), _working_directory(config), _credentials(config, env)]
+    return checks
+
+
+async def _binary(config: OpencodeConfig) -> Diagnosis:
+    if config.server_url:
+        return Diagnosis("opencode server", True, f"attaches to {_without_credentials(config)}")
+    try:
+        binary = find_binary(config.cli_path)
+    except OpencodeUnavailableError as exc:
+        return Diagnosis("opencode binary", False, str(exc))
+    try:
+        with anyio.fail_after(30):
+            result = await anyio.run_process([str(binary), "--version"], check=False)
+    except (OSError, TimeoutError) as exc:
+        return Diagnosis("opencode binary", False, f"{binary}: does not run: {exc}")
+    version = result.stdout.decode(errors="replace").strip()
+    if result.returncode != 0:
+        detail = result.stderr.decode(errors="replace").strip()[:200]
+        return Diagnosis("opencode binary", False, f"{binary}: exit {result.returncode}: {detail}")
+    return Diagnosis("opencode binary", True, f"{binary} (version {version})")
+
+
+def _without_credentials(config: OpencodeConfig) -> str:
+    url, _, _ = split_credentials(config.server_url or "")
+    return url
+
+
+def _working_directory(config: OpencodeConfig) -> Diagnosis:
+    directory = config.working_directory.expanduser().resolve()
+    if directory.is_dir():
+        return Diagnosis("working directory", True, str(directory))
+    return Diagnosis("working directory", False, f"{directory} does not exist")
+
+
+def _credentials(config: OpencodeConfig, env: Mapping[str, str]) -> Diagnosis:
+    if config.server_url:
+        return Diagnosis("credentials", True, "held by the server the daemon attaches to")
+    merged = opencode_config(config)
+    model = merged.get("model")
+    if not isinstance(model, str) or "/" not in model:
+        return Diagnosis(
+            "credentials", True, "no model set: OpenCode uses its default and its stored logins"
+        )
+    provider = model.split("/", 1)[0]
+    where = _inline_key(merged, provider, env) or _env_key(provider, env)
+    where = where or _stored_login(config, provider, env)
+    if where:
+        return Diagnosis("credentials", True, f"{provider}: {where}")
+    names = " or ".join(PROVIDER_ENV.get(provider, ())) or "the provider's apiKey"
+    return Diagnosis(
+        "credentials",
+        False,
+        f"{provider}: no credentials found: set {names} (opencode.env) or run "
+        "`opencode auth login`",
+    )
+
+
+def _inline_key(merged: dict[str, Any], provider: str, env: Mapping[str, str]) -> str | None:
+    providers = merged.get("provider")
+    entry = providers.get(provider) if isinstance(providers, dict) else None
+    options = entry.get("options") if isinstance(entry, dict) else None
+    key = options.get("apiKey") if isinstance(options, dict) else None
+    if not isinstance(key, str) or not key:
+        return None
+    if key.startswith("{env:") and key.endswith("}"):
+        name = key[len("{env:") : -1]
+        return f"apiKey from ${name}" if env.get(name) else None
+    return "apiKey in opencode.config"
+
+
+def _env_key(provider: str, env: Mapping[str, str]) -> str | None:
+    for name in PROVIDER_ENV.get(provider, ()):
+        if env.get(name):
+            return f"${name} is set"
+    return None
+
+
+def _stored_login(config: OpencodeConfig, provider: str, env: Mapping[str, str]) -> str | None:
+    if config.home is not None:
+        data = config.home.expanduser() / "data"
+    else:
+        data = Path(env.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    auth = data / "opencode" / "auth.json"
+    try:
+        stored = json.loads(auth.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(stored, dict) and provider in stored:
+        return f"stored login in {auth}"
+    return None

@@ -1,0 +1,145 @@
+"""How to start `opencode serve`: which binary, which arguments, environment and inline config.
+
+Pure functions of the `opencode` config block (and the process environment), so what the daemon
+asks of OpenCode can be read and tested without starting anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.backend.config import HttpMcpServer, StdioMcpServer
+from core.backend.config.opencode import OpencodeConfig
+
+# Where `make` installs the pinned npm package (opencode-ai@1.18.33), relative to the checkout.
+TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
+_MIN_BINARY_BYTES = 1_000_000  # without its postinstall, opencode-ai ships a 479-byte stub
+
+# Switches that keep OpenCode from reaching out on its own (docs/backends.md#opencode); `env`
+# in the config may override each of them.
+QUIET_ENV = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    # The background install of @opencode-ai/plugin fails fast instead of reaching npm.
+    "npm_config_registry": "http://127.0.0.1:9/",
+}
+XDG_KINDS = ("DATA", "CONFIG", "CACHE", "STATE")
+
+
+class OpencodeUnavailableError(RuntimeError):
+    """OpenCode cannot be used: no binary, no working directory, or the server did not start."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+
+
+def candidates(cli_path: Path | None) -> list[Path]:
+    """Where the binary may be, best first: `cliPath`, the pinned npm install, `PATH`."""
+    if cli_path is not None:
+        return [cli_path.expanduser()]
+    found = [TOOLS / "opencode-ai" / "bin" / "opencode.exe"]
+    found += sorted(TOOLS.glob("opencode-*/bin/opencode"))
+    on_path = shutil.which("opencode")
+    if on_path:
+        found.append(Path(on_path))
+    return found
+
+
+def find_binary(cli_path: Path | None) -> Path:
+    """The `opencode` binary to run; raises OpencodeUnavailableError naming where it looked."""
+    tried = candidates(cli_path)
+    for path in tried:
+        if path.is_file() and os.access(path, os.X_OK):
+            if path.name == "opencode.exe" and path.stat().st_size < _MIN_BINARY_BYTES:
+                continue  # the stub left when npm ran without scripts
+            return path
+    where = ", ".join(str(p) for p in tried) or "PATH"
+    hint = "set opencode.cliPath" if cli_path else "run `make` (npm opencode-ai@1.18.33)"
+    raise OpencodeUnavailableError(f"opencode binary not found (looked at {where}); {hint}")
+
+
+def xdg_env(home: Path) -> dict[str, str]:
+    """OpenCode's private state dirs under `home` (data holds the sessions' SQLite)."""
+    return {f"XDG_{kind}_HOME": str(home / kind.lower()) for kind in XDG_KINDS}
+
+
+def mcp_config(servers: Mapping[str, StdioMcpServer | HttpMcpServer]) -> dict[str, Any]:
+    """The shared `mcpServers` shape in OpenCode's `mcp` terms."""
+    out: dict[str, Any] = {}
+    for name, server in servers.items():
+        if isinstance(server, StdioMcpServer):
+            out[name] = {
+                "type": "local",
+                "command": [server.command, *server.args],
+                "environment": dict(server.env),
+                "enabled": True,
+            }
+        else:
+            out[name] = {
+                "type": "remote",
+                "url": server.url,
+                "headers": dict(server.headers),
+                "enabled": True,
+            }
+    return out
+
+
+def opencode_config(config: OpencodeConfig) -> dict[str, Any]:
+    """The inline OpenCode config (OPENCODE_CONFIG_CONTENT): `config`, then the block's keys."""
+    merged: dict[str, Any] = copy.deepcopy(dict(config.config))
+    merged.setdefault("autoupdate", False)
+    merged.setdefault("share", "disabled")
+    if config.model:
+        merged["model"] = config.model
+    inline_permission = merged.get("permission")
+    permission = dict(inline_permission) if isinstance(inline_permission, dict) else {}
+    merged["permission"] = {**config.permission_map(), **permission, **config.permission}
+    if config.mcp_servers:
+        inline_mcp = merged.get("mcp")
+        merged["mcp"] = {
+            **(inline_mcp if isinstance(inline_mcp, dict) else {}),
+            **mcp_config(config.mcp_servers),
+        }
+    return merged
+
+
+def session_permission(config: OpencodeConfig) -> list[dict[str, str]]:
+    """The permission map as per-session rules (`POST /session {"permission": [...]}`), which
+    also holds when attaching to a server the daemon did not configure."""
+    rules = []
+    for permission, rule in config.permission_map().items():
+        patterns = rule if isinstance(rule, dict) else {"*": rule}
+        for pattern, action in patterns.items():
+            rules.append({"permission": permission, "pattern": pattern, "action": action})
+    return rules
+
+
+def build_launch(
+    config: OpencodeConfig,
+    binary: Path,
+    password: str,
+    environ: Mapping[str, str] | None = None,
+) -> Launch:
+    """`opencode serve` on 127.0.0.1, any free port, with basic auth and the inline config."""
+    env = dict(os.environ if environ is None else environ)
+    env.update(QUIET_ENV)
+    if config.home is not None:
+        env.update(xdg_env(config.home.expanduser().resolve()))
+    env.update(config.env)
+    env["OPENCODE_SERVER_USERNAME"] = "opencode"
+    env["OPENCODE_SERVER_PASSWORD"] = password
+    env["OPENCODE_CONFIG_CONTENT"] = json.dumps(opencode_config(config))
+    argv = [str(binary), "serve", "--hostname", "127.0.0.1", "--port", "0"]
+    return Launch(argv=argv, env=env, cwd=config.working_directory.expanduser().resolve())
