@@ -177,3 +177,56 @@ async def test_policy_mode_asks_nothing(
     assert done["status"]["state"] == COMPLETED
     assert "approvals" not in wrapper(done)
     assert not marker.exists()
+
+
+async def test_a_patch_outside_the_writable_roots_is_asked_and_applied_once_approved(
+    make_codex_client: MakeCodexClient, mock: ResponsesMock, tmp_path: Path
+) -> None:
+    client = await make_codex_client(approvals=ASK)
+    target = outside(tmp_path).with_name("patched.txt")
+    patch = f"*** Begin Patch\n*** Add File: {target}\n+hello\n*** End Patch\n"
+    mock.script(
+        Reply.of_items(
+            {
+                "type": "custom_tool_call",
+                "id": "ctc_1",
+                "call_id": "call_patch",
+                "name": "apply_patch",
+                "input": patch,
+                "status": "completed",
+            }
+        )
+    )
+    asked = await send(client, "Write the file.")
+
+    assert asked["status"]["state"] == INPUT_REQUIRED
+    request = question(asked)
+    assert (request["kind"], request["tool"]) == ("file", "apply_patch")
+    assert request["detail"]["paths"] == [str(target)]
+
+    done = await answer(client, asked["id"], {"text": "approve"})
+
+    assert done["status"]["state"] == COMPLETED
+    assert target.read_text() == "hello\n"
+
+
+async def test_on_timeout_fail_fails_the_task_and_the_context_goes_on(
+    make_codex_client: MakeCodexClient, mock: ResponsesMock, tmp_path: Path
+) -> None:
+    client = await make_codex_client(approvals={**ASK, "timeout": 300, "onTimeout": "fail"})
+    marker = outside(tmp_path)
+
+    task = await ask(client, mock, marker)
+    with anyio.fail_after(30):
+        while task["status"]["state"] == INPUT_REQUIRED:
+            response = await client.post(
+                "/a2a/jsonrpc", headers=V1, json=rpc("SubscribeToTask", {"id": task["id"]})
+            )
+            if response.content_type == "text/event-stream":
+                await sse_events(response)
+            task = (await call(client, "GetTask", {"id": task["id"]}))["result"]
+
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "approvals.timeout" in status_text(task)
+    assert not marker.exists()
+    assert (await send(client, "Still there?"))["status"]["state"] == COMPLETED
