@@ -9,10 +9,12 @@ notifications to whoever listens to a thread. Lifecycle:
 - `request()` sends a request and waits for its response (`AppServerError` on an error
   response, `AppServerExitedError` when the process is gone);
 - `listen(thread_id)` yields the notifications of one thread, in order, until the process exits
-  (then the stream ends);
+  (then the stream ends); with `asks=True` the thread's approval requests come in the same
+  stream, in order (a `Notification` with a `request_id`), and the listener answers each with
+  `respond()`;
 - `turn_completed(turn_id)` waits for a turn's `turn/completed`, whoever reads the thread;
-- the reader answers the server's own requests (approvals, questions) with a refusal: a daemon
-  has no one to ask;
+- the reader answers every other request of the server (approvals nobody listens for,
+  questions, elicitations) with a refusal: a daemon has no one to ask;
 - `aclose()` stops the process (close stdin, then terminate and kill its group).
 """
 
@@ -34,6 +36,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.backend.process import spawn
+from wrappers.codex.approvals import ASKED_METHODS
 from wrappers.codex.options import Launch
 from wrappers.codex.process import stop_agent_process
 
@@ -65,8 +68,11 @@ class AppServerExitedError(Exception):
 
 @dataclass(frozen=True)
 class Notification:
+    """A notification, or with `request_id` a request of the server awaiting `respond()`."""
+
     method: str
     params: dict[str, Any]
+    request_id: int | str | None = None
 
 
 @dataclass
@@ -108,6 +114,7 @@ class AppServer:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._listeners: dict[str, list[MemoryObjectSendStream[Notification]]] = {}
+        self._askers: dict[str, MemoryObjectSendStream[Notification]] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._turn_waiters: dict[str, anyio.Event] = {}
         self._commands: dict[str, set[str]] = {}
@@ -189,16 +196,24 @@ class AppServer:
     # ----- notifications -------------------------------------------------------------------
 
     @contextmanager
-    def listen(self, thread_id: str) -> Iterator[MemoryObjectReceiveStream[Notification]]:
-        """Every notification of `thread_id` from now on, until the process exits."""
+    def listen(
+        self, thread_id: str, *, asks: bool = False
+    ) -> Iterator[MemoryObjectReceiveStream[Notification]]:
+        """Every notification of `thread_id` from now on, until the process exits. With `asks`,
+        the thread's approval requests (`ASKED_METHODS`) too; the listener must `respond()` to
+        each."""
         send, receive = anyio.create_memory_object_stream[Notification](math.inf)
         if self._exited.is_set():
             send.close()
         else:
             self._listeners.setdefault(thread_id, []).append(send)
+            if asks:
+                self._askers[thread_id] = send
         try:
             yield receive
         finally:
+            if self._askers.get(thread_id) is send:
+                del self._askers[thread_id]
             listeners = self._listeners.get(thread_id, [])
             if send in listeners:
                 listeners.remove(send)
@@ -222,6 +237,11 @@ class AppServer:
             return
         idle = self._commands_idle.setdefault(thread_id, anyio.Event())
         await idle.wait()
+
+    async def respond(self, request_id: int | str, result: Mapping[str, Any]) -> None:
+        """Answer a request of the server (one a listener received); nothing if it is gone."""
+        with suppress(AppServerExitedError):
+            await self._write({"id": request_id, "result": dict(result)})
 
     # ----- the reader ----------------------------------------------------------------------
 
@@ -277,6 +297,7 @@ class AppServer:
             for send in listeners:
                 send.close()
         self._listeners.clear()
+        self._askers.clear()
         for waiter in [*self._turn_waiters.values(), *self._commands_idle.values()]:
             waiter.set()
 
@@ -285,7 +306,12 @@ class AppServer:
         if self._tap is not None:
             self._tap("<", message)
         if isinstance(method, str) and "id" in message:
-            await self._answer(message["id"], method)
+            params = message.get("params")
+            request = Notification(
+                method, params if isinstance(params, dict) else {}, request_id=message["id"]
+            )
+            if not self._forward(request):
+                await self._answer(message["id"], method)
         elif isinstance(method, str):
             params = message.get("params")
             self._notify(Notification(method, params if isinstance(params, dict) else {}))
@@ -323,6 +349,19 @@ class AppServer:
         for send in self._listeners.get(thread_id or "", []):
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 send.send_nowait(note)
+
+    def _forward(self, request: Notification) -> bool:
+        """Hand an approval request to the listener of its thread that answers them, if any."""
+        if request.method not in ASKED_METHODS:
+            return False
+        asker = self._askers.get(thread_of(request.params) or "")
+        if asker is None:
+            return False
+        try:
+            asker.send_nowait(request)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return False
+        return True
 
     def _track_commands(self, thread_id: str, note: Notification) -> None:
         item = note.params.get("item")

@@ -6,9 +6,13 @@
   `thread/start`), emits `SessionBound` at once, starts the turn and maps its notifications
   (`wrappers.codex.events`). A thread stays loaded (warm) after its turn; idle ones are unloaded
   after `warmIdle`, and the least recently used beyond `maxWarm`.
-- `interrupt()` sends `turn/interrupt`, then stops the commands the turn left running, and
-  returns once Codex reports both ended; if that takes longer than `INTERRUPT_GRACE`, the
-  app-server is stopped. The thread goes on with the next turn.
+- With `turn.approvals == "ask"` the turn runs with approval policy `on-request`, and each
+  approval request Codex sends becomes an `ApprovalRequest` (`wrappers.codex.approvals`); the
+  turn waits for its answer. Otherwise the config's policy (`never`) holds and nothing is asked.
+- `interrupt()` declines the approval requests still open, sends `turn/interrupt`, then stops
+  the commands the turn left running, and returns once Codex reports both ended; if that
+  takes longer than `INTERRUPT_GRACE`, the app-server is stopped. The thread goes on with the
+  next turn.
 - If the app-server dies, the turns it was running fail with the reason, and the next turn
   starts a new one (resuming its thread by id).
 """
@@ -25,16 +29,25 @@ import anyio
 import structlog
 
 from core.backend import (
+    ApprovalRequest,
     BackendEvent,
     Diagnosis,
     Failed,
     Health,
     Progress,
     SessionBound,
+    TextContent,
     Turn,
 )
 from core.backend.config.codex import CodexConfig
-from wrappers.codex.appserver import AppServer, AppServerError, AppServerExitedError, Tap
+from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
+from wrappers.codex.appserver import (
+    AppServer,
+    AppServerError,
+    AppServerExitedError,
+    Notification,
+    Tap,
+)
 from wrappers.codex.background import Background
 from wrappers.codex.diagnose import diagnose
 from wrappers.codex.events import TurnState, map_notification
@@ -68,6 +81,8 @@ class _ActiveTurn:
     server: AppServer
     turn_id: str | None = None
     finished: bool = False
+    # Approval requests of Codex waiting for the caller's answer (JSON-RPC ids).
+    asking: set[int | str] = field(default_factory=set)
     stopped: anyio.Event | None = None  # set once a stop of this turn is over
 
 
@@ -183,7 +198,8 @@ class CodexBackend:
                 yield note
             active = _ActiveTurn(thread.id, server)
             self._active[turn.task_id] = active
-            with server.listen(thread.id) as notifications:
+            asks = turn.approvals == "ask"
+            with server.listen(thread.id, asks=asks) as notifications:
                 try:
                     # Shielded: once asked, the turn runs; its id must be known to stop it.
                     with anyio.CancelScope(shield=True), anyio.fail_after(REQUEST_TIMEOUT):
@@ -194,7 +210,15 @@ class CodexBackend:
                     return
                 active.turn_id = str(started["turn"]["id"])
                 state = TurnState(active.turn_id, thread.model)
+                patches = PatchPaths()
                 async for notification in notifications:
+                    if notification.request_id is not None:
+                        question = self._question(turn, notification, patches)
+                        active.asking.add(notification.request_id)
+                        yield question
+                        await self._answer(active, notification.request_id, question)
+                        continue
+                    patches.see(notification.method, notification.params)
                     state, events = map_notification(
                         state, notification.method, notification.params
                     )
@@ -216,11 +240,43 @@ class CodexBackend:
                 self._background.start_soon(self._stop, active, name="codex-stop-turn")
 
     def _turn_start(self, turn: Turn, thread: WarmThread) -> dict[str, object]:
+        # The policy is set on every turn: Codex keeps a turn's policy for the next ones.
+        ask = turn.approvals == "ask"
         return {
             **turn_params(self.config),
             "threadId": thread.id,
             "input": input_items(turn.parts),
+            "approvalPolicy": ASK_POLICY if ask else self.config.approval_policy,
+            # The caller reviews, never Codex's automatic reviewer (`approvals_reviewer`).
+            **({"approvalsReviewer": "user"} if ask else {}),
         }
+
+    def _question(self, turn: Turn, request: Notification, patches: PatchPaths) -> ApprovalRequest:
+        request_id = f"{turn.task_id}:{request.request_id}"
+        return approval_request(request_id, request.method, request.params, patches)
+
+    async def _answer(
+        self, active: _ActiveTurn, request_id: int | str, question: ApprovalRequest
+    ) -> None:
+        """Pass the caller's answer on to Codex; a denial's message is steered into the turn
+        first, so the model reads it with the rejected tool call."""
+        answer = await question.reply.wait()
+        if answer.message and answer.decision == "deny" and active.turn_id is not None:
+            note = f"The request was denied: {answer.message}"
+            try:
+                with anyio.fail_after(REQUEST_TIMEOUT):
+                    await active.server.request(
+                        "turn/steer",
+                        {
+                            "threadId": active.thread_id,
+                            "expectedTurnId": active.turn_id,
+                            "input": input_items((TextContent(note),)),
+                        },
+                    )
+            except (AppServerError, AppServerExitedError, TimeoutError) as exc:
+                log.info("codex.approval.message_not_passed", error=str(exc))
+        active.asking.discard(request_id)
+        await active.server.respond(request_id, result_for(answer))
 
     async def _open_thread(
         self, server: AppServer, session_id: str | None
@@ -308,6 +364,9 @@ class CodexBackend:
             return
         with anyio.move_on_after(INTERRUPT_GRACE):
             try:
+                # Questions nobody will answer any more: Codex waits for them otherwise.
+                while active.asking:
+                    await server.respond(active.asking.pop(), {"decision": "decline"})
                 try:
                     await server.request(
                         "turn/interrupt", {"threadId": active.thread_id, "turnId": active.turn_id}

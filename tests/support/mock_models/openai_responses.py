@@ -2,6 +2,7 @@
 
     async with ResponsesMock.running() as mock:
         mock.script(Reply.shell("echo hi"))        # the next request gets a tool call
+        mock.script(Reply.escalated_shell("touch /x", "why"))  # one that needs approval
         ...                                        # point Codex at mock.base_url
         first = await mock.request(1)              # waits until request 1 has arrived
 
@@ -74,6 +75,12 @@ class Reply:
     def shell(cls, command: str) -> Reply:
         """A call of whichever shell tool the request offers (exec_command for gpt-5.5)."""
         return cls("call", call={"shell": command})
+
+    @classmethod
+    def escalated_shell(cls, command: str, justification: str) -> Reply:
+        """A shell call asking to run outside Codex's sandbox (`sandbox_permissions:
+        require_escalated`): under approval policy `on-request` Codex asks the user first."""
+        return cls("call", call={"shell": command, "escalate": justification})
 
     @classmethod
     def function_call(
@@ -345,12 +352,18 @@ class _Stream:
         if "shell" not in call:
             return call["name"], call["arguments"]
         command = call["shell"]
+        escalation: dict[str, Any] = {}
+        if "escalate" in call:
+            escalation = {
+                "sandbox_permissions": "require_escalated",
+                "justification": call["escalate"],
+            }
         offered = {t.get("name") for t in self.recorded.body.get("tools") or []}
         if "exec_command" in offered:
-            return "exec_command", {"cmd": command}
+            return "exec_command", {"cmd": command, **escalation}
         if "shell_command" in offered:
-            return "shell_command", {"command": command}
-        return "shell", {"command": ["bash", "-lc", command]}
+            return "shell_command", {"command": command, **escalation}
+        return "shell", {"command": ["bash", "-lc", command], **escalation}
 
     async def _item(self, index: int, item: dict[str, Any]) -> None:
         kind = item.get("type")
