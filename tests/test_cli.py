@@ -91,6 +91,22 @@ def test_every_committed_config_passes_check(
     configs = sorted((repo_root / "config").glob("*.json"))
     configs = [c for c in configs if c.name != "schema.json"]
 
+    # 1 = valid config, but a check failed (here: no credentials in the environment).
     results = {c.name: main(["check", str(c)]) for c in configs}
 
+    assert sorted(results) == ["claude.json", "codex.json", "copilot.json", "opencode.json"]
     assert all(code in (0, 1) for code in results.values()), capsys.readouterr().err
+    assert "agent card:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("backend", ["claude", "codex", "opencode", "copilot"])
+def test_check_fails_on_a_missing_working_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
+) -> None:
+    missing = tmp_path / "gone"
+    config = {"backend": backend, backend: {"workingDirectory": str(missing)}}
+
+    code = main(["check", write(tmp_path, config)])
+
+    assert code == 1
+    assert f"FAIL working directory: {missing} does not exist" in capsys.readouterr().out
