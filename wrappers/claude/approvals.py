@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import anyio
+import structlog
 from anyio.streams.memory import MemoryObjectSendStream
 from claude_agent_sdk import (
     PermissionResult,
@@ -30,6 +31,8 @@ from claude_agent_sdk import (
 )
 
 from core.backend import ApprovalRequest
+
+log = structlog.get_logger(__name__)
 
 Kind = Literal["tool", "command", "file", "other"]
 
@@ -70,9 +73,8 @@ def approval_request(
         summary = f"Use the MCP tool {tool} of the server {server}"
     else:
         summary = context.title or f"Use the tool {tool_name}"
-    reason = context.decision_reason or context.description
-    if reason:
-        detail["reason"] = reason
+    if context.decision_reason:
+        detail["reason"] = context.decision_reason
     if context.blocked_path:
         detail["blockedPath"] = context.blocked_path
     return ApprovalRequest(
@@ -138,6 +140,7 @@ class Approver:
             return PermissionResultDeny(message=answer.message or DENIED_BY_CALLER)
         if answer.decision == "approve_always":
             rules = session_rules(context)
+            log.info("claude.approve_always", tool=tool_name, session_rules=len(rules))
             if rules:
                 return PermissionResultAllow(updated_permissions=rules)
             self._always.add(key)
