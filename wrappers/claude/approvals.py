@@ -30,7 +30,7 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 
-from core.backend import ApprovalRequest
+from core.backend import ApprovalAnswer, ApprovalRequest
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +45,7 @@ _FILE_TOOLS = {
 }
 _SUMMARY_LIMIT = 200
 DENIED_BY_CALLER = "The caller denied this."
+TURN_STOPPED = "The turn was stopped."
 NO_TURN = "No turn of the a2a-wrapper daemon is waiting to ask the caller; denied."
 
 
@@ -112,14 +113,19 @@ class Approver:
     def __init__(self) -> None:
         self._send: MemoryObjectSendStream[Any] | None = None
         self._always: set[str] = set()
+        self._waiting: dict[str, ApprovalRequest] = {}
 
     def begin(self, send: MemoryObjectSendStream[Any]) -> None:
         self._send = send
 
     def end(self) -> None:
+        """The turn is over (or its consumer gone): a question still waiting is denied, so
+        Claude Code is never left hanging on a callback that nobody will answer."""
         if self._send is not None:
             self._send.close()
             self._send = None
+        for question in list(self._waiting.values()):
+            question.reply.answer(ApprovalAnswer("deny", TURN_STOPPED))
 
     async def can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
@@ -135,7 +141,11 @@ class Approver:
             send.send_nowait(question)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.WouldBlock):
             return PermissionResultDeny(message=NO_TURN)
-        answer = await question.reply.wait()
+        self._waiting[question.request_id] = question
+        try:
+            answer = await question.reply.wait()
+        finally:
+            self._waiting.pop(question.request_id, None)
         if answer.decision == "deny":
             return PermissionResultDeny(message=answer.message or DENIED_BY_CALLER)
         if answer.decision == "approve_always":

@@ -12,6 +12,7 @@ import anyio
 from tests.backends.claude.conftest import (
     CANCELED,
     COMPLETED,
+    FAILED,
     ClaudeEnv,
     Client,
     StartDaemon,
@@ -188,3 +189,23 @@ async def test_policy_mode_asks_nothing_and_the_command_is_denied(
     assert task["status"]["state"] == COMPLETED
     assert tool_result(mock)["is_error"] is True
     assert not (claude_env.workdir / "ran.txt").exists()
+
+
+async def test_on_timeout_fail_stops_the_agent_and_fails_the_task(
+    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
+) -> None:
+    mock.on("run it", RUN)
+    settings = claude_env.settings(approvals={**ASK, "timeout": 300, "onTimeout": "fail"})
+    client = await start_daemon(settings)
+    asked = await send(client, "Please run it.", "ctx-fail", returnImmediately=True)
+
+    done = await until_done(client, asked["id"])
+    process = claude_processes()
+
+    assert done["status"]["state"] == FAILED
+    assert "approvals.timeout" in parts(done)[0]["text"]
+    assert not (claude_env.workdir / "ran.txt").exists()
+    after = await send(client, "Are you still there?", "ctx-fail")
+    assert after["status"]["state"] == COMPLETED
+    assert len(process) == 1
+    assert claude_processes() == process, "stopped by its interrupt, not killed"

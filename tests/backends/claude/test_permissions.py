@@ -186,3 +186,21 @@ async def test_a_question_without_a_running_turn_is_denied() -> None:
     result = await Approver().can_use_tool("Bash", {"command": "git init"}, BASH_CONTEXT)
 
     assert result == PermissionResultDeny(message=NO_TURN)
+
+
+async def test_a_question_still_waiting_when_the_turn_ends_is_denied() -> None:
+    approver = Approver()
+    send, receive = anyio.create_memory_object_stream[Any](math.inf)
+    approver.begin(send)
+    results: list[Any] = []
+
+    async def call() -> None:
+        results.append(await approver.can_use_tool("Bash", {"command": "make"}, BASH_CONTEXT))
+
+    with receive:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await receive.receive()
+            approver.end()
+
+    assert results == [PermissionResultDeny(message="The turn was stopped.")]
