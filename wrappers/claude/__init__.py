@@ -3,7 +3,8 @@
 Modules: `backend` (the Backend: warm clients, turns, interrupt), `events` (the pure mapping of
 the CLI's messages to BackendEvents), `options` (config block -> SDK options and CLI
 environment), `pool` (warm-client bookkeeping), `process` (finding and stopping a client's
-process), `prompt` (a turn's parts as the CLI's user message), `diagnose` (`a2a-wrapper check`).
+process), `prompt` (a turn's parts as the CLI's user message), `approvals` (the permission
+callback of `approvals.mode: ask`), `diagnose` (`a2a-wrapper check`).
 """
 
 from __future__ import annotations

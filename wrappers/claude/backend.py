@@ -14,12 +14,13 @@ task of its own between `start()` and `aclose()`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any, cast
@@ -27,6 +28,7 @@ from typing import Any, cast
 import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
 from claude_agent_sdk import (
     ClaudeSDKClient,
     ClaudeSDKError,
@@ -36,11 +38,20 @@ from claude_agent_sdk import (
     ResultMessage,
 )
 
-from core.backend import BackendEvent, Diagnosis, Failed, Health, Progress, Turn
+from core.backend import (
+    ApprovalRequest,
+    BackendEvent,
+    Diagnosis,
+    Failed,
+    Health,
+    Progress,
+    Turn,
+)
 from core.backend.config.claude import ClaudeConfig
 from wrappers.claude import diagnose, options, process
+from wrappers.claude.approvals import Approver
 from wrappers.claude.events import TurnState, map_message
-from wrappers.claude.pool import Key, WarmClient, WarmPool
+from wrappers.claude.pool import Key, Pump, WarmClient, WarmPool
 from wrappers.claude.prompt import user_message
 
 log = structlog.get_logger(__name__)
@@ -83,6 +94,40 @@ async def _once(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     yield message
 
 
+class _Ended:
+    """The last item of a turn's stream: its messages ended (with a result, or not)."""
+
+
+_Item = Message | ApprovalRequest | _Ended
+
+
+def _offer(send: MemoryObjectSendStream[_Item], item: _Item) -> None:
+    """Put `item` into the turn's stream unless its consumer is gone."""
+    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        send.send_nowait(item)
+
+
+@contextlib.contextmanager
+def _questions(approver: Approver | None, send: MemoryObjectSendStream[_Item]) -> Iterator[None]:
+    """Route the permission questions of the client (if it asks) into the turn's stream while
+    the turn runs; one arriving after it is denied (nobody is there to ask)."""
+    if approver is None:
+        yield
+        return
+    approver.begin(send.clone())
+    try:
+        yield
+    finally:
+        approver.end()
+
+
+def _discard() -> MemoryObjectSendStream[_Item]:
+    """A stream nobody reads (the reader of an interrupted turn whose consumer is gone)."""
+    send, receive = anyio.create_memory_object_stream[_Item](math.inf)
+    receive.close()
+    return send
+
+
 class ClaudeBackend:
     name = "claude"
 
@@ -112,7 +157,6 @@ class ClaudeBackend:
         self._tg: TaskGroup | None = None
         self._reaper: anyio.CancelScope | None = None
         self._host: asyncio.Task[None] | None = None
-        self._warned_approvals = False
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -226,12 +270,12 @@ class ClaudeBackend:
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         """One turn on the context's warm client. Cancelling the consumer leaves the client
-        busy with this turn; `interrupt(turn)` then stops it."""
-        if turn.approvals == "ask" and not self._warned_approvals:
-            # Questions to the caller (can_use_tool -> ApprovalRequest) are not built for this
-            # backend yet: its permission mode and allowedTools decide, as in `policy` mode.
-            self._warned_approvals = True
-            log.warning("claude.approvals_ask_unsupported", decided_by="permissionMode")
+        busy with this turn; `interrupt(turn)` then stops it.
+
+        The turn's messages are read by a pump task (in the backend's task group) into one
+        item stream, which also carries the permission questions of `approvals.mode: ask`
+        (the SDK calls `can_use_tool` from its own reader while the turn waits on messages);
+        they are yielded in the order they happened."""
         try:
             warm, notes = await self._checkout(turn)
         except ClaudeStartError as exc:
@@ -240,24 +284,67 @@ class ClaudeBackend:
         for note in notes:
             yield note
         state = TurnState(cost_before=warm.cost_total)
-        try:
+        send, receive = anyio.create_memory_object_stream[_Item](math.inf)
+        with send, receive, _questions(warm.approver, send):
             warm.prompt_sent = True
-            await warm.client.query(_once(user_message(turn)))
-            async with aclosing(_messages(warm.client)) as messages:
-                async for message in messages:
-                    state, events = map_message(state, message)
-                    if state.session_id is not None:
-                        warm.session_id = state.session_id
-                    if state.finished:
-                        # Before the result's events go out: a consumer may stop at a Failed.
-                        self._finish(warm, state)
+            try:
+                await warm.client.query(_once(user_message(turn)))
+            except ClaudeSDKError as exc:
+                log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
+            else:
+                warm.pump = self._start_pump(warm, send.clone())
+                async for item in receive:
+                    if isinstance(item, _Ended):
+                        break
+                    if isinstance(item, ApprovalRequest):
+                        # The engine waits for the caller's answer, then reads on.
+                        events: list[BackendEvent] = [item]
+                    else:
+                        state, events = self._on_message(warm, state, item)
                     for event in events:
                         yield event
-        except ClaudeSDKError as exc:
-            log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
+                    if state.finished:
+                        break
         if not state.finished:
             await self._retire(warm, "crashed", force=True)
             yield Failed("error", CRASHED)
+
+    def _on_message(
+        self, warm: WarmClient, state: TurnState, message: Message
+    ) -> tuple[TurnState, list[BackendEvent]]:
+        state, events = map_message(state, message)
+        if state.session_id is not None:
+            warm.session_id = state.session_id
+        if state.finished:
+            # Before the result's events go out: a consumer may stop at a Failed.
+            self._finish(warm, state)
+        return state, events
+
+    def _start_pump(self, warm: WarmClient, send: MemoryObjectSendStream[_Item]) -> Pump:
+        pump = Pump()
+        if self._tg is None:
+            raise ClaudeStartError("the Claude backend is not started")
+        self._tg.start_soon(self._pump, warm, pump, send)
+        return pump
+
+    async def _pump(
+        self, warm: WarmClient, pump: Pump, send: MemoryObjectSendStream[_Item]
+    ) -> None:
+        """Read the turn's messages up to its ResultMessage into the turn's stream, then an
+        `_Ended`. Reads on when the turn's consumer is gone (an interrupted turn still ends with
+        a result, which `interrupt` waits for)."""
+        with send:
+            try:
+                async with aclosing(_messages(warm.client)) as messages:
+                    async for message in messages:
+                        if isinstance(message, ResultMessage):
+                            pump.result = message
+                        _offer(send, message)
+            except ClaudeSDKError as exc:
+                log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
+            finally:
+                pump.done.set()
+                _offer(send, _Ended())
 
     def _finish(self, warm: WarmClient, state: TurnState) -> None:
         self._record_cost(warm, state.cost_total)
@@ -287,7 +374,7 @@ class ClaudeBackend:
             await self._retire(warm, reason, force=warm.busy)
         notes: list[BackendEvent] = []
         try:
-            warm = await self._connect(key, turn.session_id)
+            warm = await self._connect(key, turn.session_id, ask=turn.approvals == "ask")
         except _SessionNotFoundError:
             notes.append(
                 Progress(
@@ -295,7 +382,7 @@ class ClaudeBackend:
                     "this turn starts a new session."
                 )
             )
-            warm = await self._connect(key, None)
+            warm = await self._connect(key, None, ask=turn.approvals == "ask")
         self._pool.checkout(warm, turn.task_id)
         for evicted in self._pool.add(warm):
             await self._retire(evicted, "maxWarm")
@@ -312,17 +399,28 @@ class ClaudeBackend:
             return "other session"
         if warm.pid is not None and not process.alive(warm.pid):
             return "exited"
+        if (warm.approver is not None) != (turn.approvals == "ask"):
+            # The permission callback is fixed when the process starts.
+            return "approvals mode changed"
         return None
 
-    async def _connect(self, key: Key, resume: str | None) -> WarmClient:
+    async def _connect(self, key: Key, resume: str | None, *, ask: bool) -> WarmClient:
+        """A new client (a Claude Code process); with `ask`, its permission requests that the
+        configured rules leave open go to the caller (wrappers/claude/approvals.py)."""
         stopping = self._stopping_sessions.get(resume) if resume is not None else None
         if stopping is not None:
             await stopping.wait()
         marker = uuid.uuid4().hex
         stderr = _StderrTail()
+        approver = Approver() if ask else None
         client = ClaudeSDKClient(
             options.build_options(
-                self._config, cli=self._cli, resume=resume, marker=marker, stderr=stderr
+                self._config,
+                cli=self._cli,
+                resume=resume,
+                marker=marker,
+                stderr=stderr,
+                can_use_tool=approver.can_use_tool if approver is not None else None,
             )
         )
         try:
@@ -342,7 +440,14 @@ class ClaudeBackend:
         log.info("claude.started", pid=pid, resume=resume)
         # A resumed session's cost starts from its earlier total (unknown after a restart).
         cost = self._costs.get(resume) if resume is not None else 0.0
-        return WarmClient(key=key, client=client, pid=pid, session_id=resume, cost_total=cost)
+        return WarmClient(
+            key=key,
+            client=client,
+            pid=pid,
+            session_id=resume,
+            cost_total=cost,
+            approver=approver,
+        )
 
     async def interrupt(self, turn: Turn) -> None:
         """Stop the turn: Claude Code's own interrupt (the process stays warm for the next turn
@@ -355,17 +460,23 @@ class ClaudeBackend:
             self._pool.release(warm)
             self._notify()
             return
+        pump = warm.pump
         stopped = False
         with anyio.move_on_after(self._interrupt_grace):
             try:
-                await warm.client.interrupt()
-                async with aclosing(_messages(warm.client)) as messages:
-                    async for message in messages:
-                        if isinstance(message, ResultMessage):
-                            stopped = True
-                            self._record_cost(warm, message.total_cost_usd)
+                if pump is None:
+                    # The prompt went out but the turn was cancelled before its reader started.
+                    await warm.client.interrupt()
+                    pump = self._start_pump(warm, _discard())
+                elif not pump.done.is_set():
+                    # A permission question still waiting is cancelled by Claude Code itself.
+                    await warm.client.interrupt()
+                await pump.done.wait()
             except ClaudeSDKError as exc:
                 log.warning("claude.interrupt_failed", error=type(exc).__name__, pid=warm.pid)
+        if pump is not None and pump.result is not None:
+            stopped = True
+            self._record_cost(warm, pump.result.total_cost_usd)
         if stopped:
             log.info("claude.interrupted", pid=warm.pid, task_id=turn.task_id)
             self._pool.release(warm)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import McpServerConfig, SystemPromptPreset
+from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
 
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from core.backend.config.claude import ClaudeConfig
@@ -91,8 +91,11 @@ def build_options(
     resume: str | None,
     marker: str,
     stderr: Any = None,
+    can_use_tool: CanUseTool | None = None,
 ) -> ClaudeAgentOptions:
-    """Options for one warm client. Partial messages are always on: text streams as deltas."""
+    """Options for one warm client. Partial messages are always on: text streams as deltas.
+    `can_use_tool` is the permission callback of `approvals.mode: ask` (None: the configured
+    rules decide alone, and what they leave open is denied)."""
     return ClaudeAgentOptions(
         cli_path=cli,
         cwd=working_directory(config),
@@ -111,6 +114,7 @@ def build_options(
         resume=resume,
         include_partial_messages=True,
         stderr=stderr,
+        can_use_tool=can_use_tool,
     )
 
 

@@ -11,10 +11,22 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from claude_agent_sdk import ClaudeSDKClient
+import anyio
+from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+from wrappers.claude.approvals import Approver
 
 Key = tuple[str, str]
 """(principal, contextId)."""
+
+
+@dataclass(eq=False)
+class Pump:
+    """The reader of one turn's messages (see ClaudeBackend._pump): `done` is set once the
+    turn's messages have ended, `result` is its ResultMessage when it got one."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: ResultMessage | None = None
 
 
 @dataclass(eq=False)
@@ -31,6 +43,10 @@ class WarmClient:
     prompt_sent: bool = False
     """The turn's prompt reached the CLI: stopping it needs an interrupt, not just a release."""
     last_used: float = field(default_factory=time.monotonic)
+    approver: Approver | None = None
+    """The permission callback when the client asks the caller (`approvals.mode: ask`)."""
+    pump: Pump | None = None
+    """The reader of the current turn's messages, once its prompt is sent."""
 
     @property
     def busy(self) -> bool:
@@ -70,12 +86,16 @@ class WarmPool:
     def checkout(self, warm: WarmClient, task_id: str) -> None:
         warm.task_id = task_id
         warm.prompt_sent = False
+        warm.pump = None
         if warm.key in self._clients:
             self._clients.move_to_end(warm.key)
 
     def release(self, warm: WarmClient) -> None:
         warm.task_id = None
         warm.prompt_sent = False
+        warm.pump = None
+        if warm.approver is not None:
+            warm.approver.end()
         warm.last_used = time.monotonic()
 
     def expired(self, now: float) -> list[WarmClient]:
