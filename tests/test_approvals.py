@@ -8,6 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
+from core.tasks.store import InMemoryTaskStore
+from core.wire.enums import TaskState
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend
 from tests.support.wire import V1, call, rpc, sse_events, user_message
@@ -185,3 +187,21 @@ async def test_policy_mode_never_asks(make_client: MakeClient, backend: Scripted
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert parts(task)[0]["text"] == "ran make"
     assert backend.turns[0].approvals == "policy"
+
+
+async def test_shutdown_does_not_wait_for_an_unanswered_question(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    store = InMemoryTaskStore()
+    client = await make_client(
+        make_settings(approvals=ASK, server={"shutdownTimeout": 60_000}), store=store
+    )
+    asked = await send(client, user_message("approve: make"))
+
+    with anyio.fail_after(10):  # far below server.shutdownTimeout
+        await client.close()
+
+    task = await store.get("anonymous", asked["id"])
+    assert task is not None
+    assert task.status.state == TaskState.FAILED
+    assert backend.interrupted == [asked["id"]]

@@ -306,8 +306,9 @@ class TaskService:
             run.broker.close()
 
     async def _stop_turns(self) -> None:
-        """Queued turns fail now; running ones get up to `shutdown_timeout` to finish, then
-        are stopped (the agent interrupted) and fail with the shutdown reason."""
+        """Queued turns, and turns paused on an approval question, fail now; running ones get
+        up to `shutdown_timeout` to finish, then are stopped (the agent interrupted) and fail
+        with the shutdown reason."""
         self._draining = True
         self._drain_started.set()
         runs = [r for r in self._live.values() if r.running]
@@ -318,6 +319,11 @@ class TaskService:
                 )
                 if run.queued_scope is not None:
                     run.queued_scope.cancel()
+        for run in runs:
+            if run.pending_approval is not None and run.scope is not None:
+                # Paused on a person's answer: it cannot finish by itself, stop it now.
+                run.stop_reason = SHUTDOWN_REASON
+                run.scope.cancel()
         with anyio.move_on_after(self._shutdown_timeout):
             for run in runs:
                 await run.finished.wait()
