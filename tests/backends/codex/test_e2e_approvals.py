@@ -158,12 +158,14 @@ async def test_cancel_while_waiting_stops_the_turn_and_the_context_goes_on(
     assert after["status"]["state"] == COMPLETED
     assert wrapper(after)["sessionId"] == wrapper(asked)["sessionId"]
     assert not marker.exists()
-    # The open question was declined at the stop (Codex does not end an interrupted turn
-    # while it waits for one), and the declined call never reached the model.
-    assert [r.last_user_text for r in mock.requests] == [
-        "Create the marker.",
-        "Are you still there?",
-    ]
+    # The open question is declined at the stop (Codex does not end an interrupted turn while
+    # it waits for one). Codex may pass the declined call's output on to the model in the
+    # instant before the interrupt lands (measured: about 1 run in 45; sending the interrupt
+    # first instead makes Codex miss the interrupt now and then, which is worse), so the
+    # canceled turn makes at most one more request, and the tool never ran.
+    turns = [r.last_user_text for r in mock.requests]
+    assert turns[-1] == "Are you still there?"
+    assert turns[:-1] in (["Create the marker."], ["Create the marker."] * 2)
 
 
 async def test_policy_mode_asks_nothing(
