@@ -4,6 +4,7 @@ in one event loop. The orchestrator-kill item is in test_cli.py (a real process)
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import pytest
 
@@ -15,6 +16,7 @@ from examples.crew.plan import AgentSpec
 from tests.crew import remote
 from tests.crew.agents import CrewBackend, Rendezvous
 from tests.crew.conftest import RunCrew, StartAgent, V03OnlyProxy, plan_of
+from tests.support.scripted import ScriptedBackend
 
 VERDICT = {
     "type": "object",
@@ -198,6 +200,25 @@ async def test_an_interactive_person_gets_the_agents_question(
     assert (question.step, question.agent, question.text) == ("q", "writer", "Tabs or spaces?")
     assert question.kind == "input-required"
     assert agent.turns[-1].text == "spaces"
+
+
+async def test_an_agents_approval_request_is_escalated_to_the_person(
+    start_agent: StartAgent, crew: RunCrew
+) -> None:
+    # The scripted backend asks permission the way the real ones do in approvals.mode ask.
+    agent = ScriptedBackend()
+    plan = plan_of(
+        {"builder": await start_agent(cast("CrewBackend", agent), approvals={"mode": "ask"})},
+        [{"id": "build", "agent": "builder", "prompt": "approve: make"}],
+    )
+    asker = RecordingAsker("approve")
+    result = await crew(plan, asker=asker)
+    assert result.outcome.state == "done"
+    [question] = asker.questions
+    assert question.kind == "input-required"
+    assert "Approval needed: Run `make` in the working directory" in question.text
+    assert [a.decision for a in agent.answers] == ["approve"]
+    assert len(agent.turns) == 1  # the answer continued the paused turn
 
 
 # ----- schemas ---------------------------------------------------------------------------------
