@@ -143,8 +143,8 @@ async def test_deny_makes_the_agent_see_the_denial_with_the_callers_message(
 
     assert done["status"]["state"] == COMPLETED, done
     seen = tool_output(mock.requests[-1])
-    assert "rejected permission" in seen
-    assert "Not on Fridays." in seen
+    assert "The user rejected permission to use this specific tool call" in seen
+    assert "with the following feedback: Not on Fridays." in seen
     assert answer(done).startswith("TOOL RESULT SEEN: ")
     assert not ran(project)
     (decision,) = wrapper_metadata(done)["approvals"]
