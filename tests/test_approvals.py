@@ -165,6 +165,9 @@ async def test_on_timeout_fail_fails_the_task_with_the_reason(
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert "approvals.timeout" in parts(task)[0]["text"]
     assert backend.interrupted == [task["id"]]
+    # An agent's permission callback still waiting on the question is let go.
+    (question,) = backend.questions
+    assert question.reply.answered
 
 
 async def test_cancel_while_waiting_stops_the_turn(

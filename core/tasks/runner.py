@@ -239,11 +239,13 @@ class TurnRunner:
         await run.set_status(TaskState.INPUT_REQUIRED, agent_message(run.task, question(event)))
         with anyio.move_on_after(self._approval_timeout) as waited:
             answer = await event.reply.wait()
+        if waited.cancelled_caught and self._approval_on_timeout == "fail":
+            # Still pending: run() releases the agent's permission callback as the turn stops
+            # (an SDK callback waiting on it forever would hold the agent's turn open).
+            raise ApprovalTimeoutError
         run.pending_approval = None
         by = "caller"
         if waited.cancelled_caught:
-            if self._approval_on_timeout == "fail":
-                raise ApprovalTimeoutError
             by = "timeout"
             answer = ApprovalAnswer("deny", "No answer came within approvals.timeout.")
             event.reply.answer(answer)

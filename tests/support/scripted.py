@@ -74,6 +74,7 @@ class ScriptedBackend:
         self.block_entered: dict[str, anyio.Event] = {}
         self.sessions: dict[str, list[str]] = {}
         self.answers: list[ApprovalAnswer] = []
+        self.questions: list[ApprovalRequest] = []
         self.dropped: list[str] = []
         self.dropped_event = anyio.Event()
         self.resume_prefix: str | None = None
@@ -131,6 +132,7 @@ class ScriptedBackend:
                 summary=f"Run `{tool}` in the working directory",
                 detail={"command": tool},
             )
+            self.questions.append(request)
             self.entered(turn.task_id).set()
             yield request
             answer = await request.reply.wait()

@@ -102,15 +102,3 @@ async def wait_done(client: Client, task_id: str) -> Task:
             pass
     response.close()
     return await get(client, task_id)
-
-
-async def reply(client: Client, task_id: str, text: str) -> Task:
-    """Answer a task that is INPUT_REQUIRED (an approval, say) and wait for it again."""
-    body = await call(
-        client,
-        "SendMessage",
-        {"message": user_message(text, taskId=task_id, messageId=str(uuid.uuid4()))},
-    )
-    assert "result" in body, body
-    task: Task = body["result"]["task"]
-    return task

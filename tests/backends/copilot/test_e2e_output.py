@@ -13,12 +13,10 @@ import anyio
 from tests.backends.copilot.a2a import (
     answer,
     get,
-    reply,
     send,
     state,
     status_text,
     stream,
-    wrapper_metadata,
 )
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory
 from tests.support.mock_models.openai_chat import ErrorReply, OpenAIChatMock, TextReply
@@ -180,38 +178,3 @@ async def test_without_any_credentials_the_task_says_how_to_log_in(
     text = status_text(task)
     assert text.startswith("No GitHub credentials for Copilot: set copilot.githubToken")
     assert "`copilot login`" in text
-
-
-async def test_in_ask_mode_the_caller_approves_a_write_outside_and_the_turn_goes_on(
-    copilot_app: AppFactory, copilot_settings: SettingsFactory, tmp_path: Path
-) -> None:
-    client = await copilot_app(copilot_settings(approvals={"mode": "ask"}))
-    outside = tmp_path / "approved.txt"
-
-    asked = await send(client, tool_prompt("create", path=str(outside), file_text="ok\n"))
-
-    assert state(asked) == "TASK_STATE_INPUT_REQUIRED", asked
-    question = asked["status"]["message"]["parts"][1]["data"]
-    assert question["type"] == "a2a-wrapper/approval-request"
-    assert (question["kind"], question["tool"]) == ("file", "write")
-    assert question["detail"]["path"] == str(outside)
-    assert not outside.exists()
-
-    done = await reply(client, asked["id"], "approve")
-
-    assert state(done) == "TASK_STATE_COMPLETED", done
-    assert outside.read_text() == "ok\n"
-    (decision,) = wrapper_metadata(done)["approvals"]
-    assert (decision["decision"], decision["by"]) == ("approve", "caller")
-
-
-async def test_in_ask_mode_a_denial_reaches_the_agent(
-    copilot_app: AppFactory, copilot_settings: SettingsFactory, mock: OpenAIChatMock
-) -> None:
-    client = await copilot_app(copilot_settings(approvals={"mode": "ask"}))
-
-    asked = await send(client, tool_prompt("view", path="/etc/hostname"))
-    done = await reply(client, asked["id"], "deny")
-
-    assert state(done) == "TASK_STATE_COMPLETED", done
-    assert "The caller denied this" in mock.requests[-1].texts("tool")[-1]

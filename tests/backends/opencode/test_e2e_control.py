@@ -1,5 +1,5 @@
 """E2E: cancel, deadlines, model errors, stream output and session ttl, with the real OpenCode
-behind the daemon's real app and the project's mock model."""
+behind the daemon's real app and the project's mock model (approvals: test_e2e_approvals.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from tests.support.mock_models.openai_chat import (
     OpenAIChatMock,
     StallReply,
     TextReply,
-    ToolCallReply,
 )
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 
@@ -157,41 +156,3 @@ async def test_an_expired_session_starts_fresh(
     assert meta["expiredSession"] is True
     assert meta["newSession"] is True
     assert meta["sessionId"] != wrapper_metadata(first)["sessionId"]
-
-
-async def test_with_approvals_ask_the_caller_decides_what_opencode_asks(
-    opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
-) -> None:
-    mock.reply(
-        ToolCallReply("bash", {"command": "echo approved-run", "description": "Print"}),
-        when="run the command",
-    )
-    settings = opencode_settings(
-        approvals={"mode": "ask"}, opencode={"permission": {"bash": "ask"}}
-    )
-    client = await start_daemon(settings)
-
-    asked = await send(client, "Please run the command.", context_id="ctx-a")
-    question = asked["status"]["message"]["parts"][1]["data"]
-    approved = await call(
-        client,
-        "SendMessage",
-        {"message": user_message("approve", taskId=asked["id"], messageId="m-2")},
-    )
-    denied_ask = await send(client, "Please run the command.", context_id="ctx-a", message_id="m-3")
-    denied = await call(
-        client,
-        "SendMessage",
-        {"message": user_message("deny", taskId=denied_ask["id"], messageId="m-4")},
-    )
-
-    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", asked
-    assert question["tool"] == "bash"
-    assert question["summary"] == "Run `echo approved-run` in the working directory"
-    done = approved["result"]["task"]
-    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
-    assert answer(done) == "TOOL RESULT SEEN: approved-run\n"
-    refused = denied["result"]["task"]
-    assert refused["status"]["state"] == "TASK_STATE_COMPLETED", refused
-    assert "rejected permission" in answer(refused)
-    assert [d["decision"] for d in wrapper_metadata(refused)["approvals"]] == ["deny"]
