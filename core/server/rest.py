@@ -81,23 +81,23 @@ async def subscribe(request: web.Request, call: Call) -> RestResult:
 async def create_push_config(request: web.Request, call: Call) -> RestResult:
     body = {**await json_body(request), "taskId": request.match_info["id"]}
     config = parse(TaskPushNotificationConfig, body)
-    return (await call.service.create_push_config(call.principal, config, version="1.0")).dump()
+    return (await call.service.push_configs.create(call.principal, config, version="1.0")).dump()
 
 
 async def list_push_configs(request: web.Request, call: Call) -> RestResult:
-    configs = await call.service.list_push_configs(call.principal, request.match_info["id"])
+    configs = await call.service.push_configs.list(call.principal, request.match_info["id"])
     page_size = query_int(request, "pageSize")
     return config_page(configs, page_size, request.query.get("pageToken"))
 
 
 async def get_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = request.match_info["id"], request.match_info["config_id"]
-    return (await call.service.get_push_config(call.principal, task_id, config_id)).dump()
+    return (await call.service.push_configs.get(call.principal, task_id, config_id)).dump()
 
 
 async def delete_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = request.match_info["id"], request.match_info["config_id"]
-    await call.service.delete_push_config(call.principal, task_id, config_id)
+    await call.service.push_configs.delete(call.principal, task_id, config_id)
     return {}
 
 

@@ -96,26 +96,26 @@ def _ids(request: web.Request) -> tuple[str, str]:
 async def create_push_config(request: web.Request, call: Call) -> RestResult:
     body = v03_rest.push_config_body_in(await json_body(request), request.match_info["id"])
     config = parse(TaskPushNotificationConfig, body)
-    created = await call.service.create_push_config(
+    created = await call.service.push_configs.create(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )
     return v03_rest.push_config_out(created)
 
 
 async def list_push_configs(request: web.Request, call: Call) -> RestResult:
-    configs = await call.service.list_push_configs(call.principal, request.match_info["id"])
+    configs = await call.service.push_configs.list(call.principal, request.match_info["id"])
     return {"configs": [v03_rest.push_config_out(c) for c in configs]}
 
 
 async def get_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = _ids(request)
-    config = await call.service.get_push_config(call.principal, task_id, config_id)
+    config = await call.service.push_configs.get(call.principal, task_id, config_id)
     return v03_rest.push_config_out(config)
 
 
 async def delete_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = _ids(request)
-    await call.service.delete_push_config(call.principal, task_id, config_id)
+    await call.service.push_configs.delete(call.principal, task_id, config_id)
     return {}
 
 

@@ -79,7 +79,7 @@ def _config_id(call: Call) -> str | None:
 async def push_config_set(call: Call) -> Result:
     require_push(call)
     config = parse(TaskPushNotificationConfig, v03.task_push_config_in(call.params))
-    created = await call.service.create_push_config(
+    created = await call.service.push_configs.create(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )
     return v03.task_push_config_out(created)
@@ -92,17 +92,17 @@ async def push_config_get(call: Call) -> Result:
     require_push(call)
     task_id, config_id = _task_id(call), _config_id(call)
     try:
-        config = await call.service.get_push_config(call.principal, task_id, config_id)
+        config = await call.service.push_configs.get(call.principal, task_id, config_id)
     except TaskNotFoundError:
         if config_id is None:
             raise
-        config = await call.service.get_push_config(call.principal, task_id, None)
+        config = await call.service.push_configs.get(call.principal, task_id, None)
     return v03.task_push_config_out(config)
 
 
 async def push_config_list(call: Call) -> Result:
     require_push(call)
-    configs = await call.service.list_push_configs(call.principal, _task_id(call))
+    configs = await call.service.push_configs.list(call.principal, _task_id(call))
     return [v03.task_push_config_out(c) for c in configs]
 
 
@@ -114,7 +114,7 @@ async def push_config_delete(call: Call) -> Result:
             "pushNotificationConfigId is required",
             violations=[("pushNotificationConfigId", "required")],
         )
-    await call.service.delete_push_config(call.principal, task_id, config_id)
+    await call.service.push_configs.delete(call.principal, task_id, config_id)
     return None
 
 

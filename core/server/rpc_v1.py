@@ -96,28 +96,28 @@ def _config_request(call: Call, *, need_id: bool) -> TaskPushConfigRequest:
 async def create_push_config(call: Call) -> Result:
     require_push(call)
     config = parse(TaskPushNotificationConfig, call.params)
-    created = await call.service.create_push_config(call.principal, config, version="1.0")
+    created = await call.service.push_configs.create(call.principal, config, version="1.0")
     return created.dump()
 
 
 async def get_push_config(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=True)
-    config = await call.service.get_push_config(call.principal, request.task_id, request.id)
+    config = await call.service.push_configs.get(call.principal, request.task_id, request.id)
     return config.dump()
 
 
 async def list_push_configs(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=False)
-    configs = await call.service.list_push_configs(call.principal, request.task_id)
+    configs = await call.service.push_configs.list(call.principal, request.task_id)
     return config_page(configs, request.page_size, request.page_token)
 
 
 async def delete_push_config(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=True)
-    await call.service.delete_push_config(call.principal, request.task_id, request.id or "")
+    await call.service.push_configs.delete(call.principal, request.task_id, request.id or "")
     return None
 
 

@@ -9,12 +9,9 @@ group, not in the request).
 
 from __future__ import annotations
 
-import builtins
-import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from datetime import timedelta
 from typing import Literal
 
@@ -23,30 +20,28 @@ import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Backend, Health, Turn
-from core.sessions.manager import Lease, SessionManager
+from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks.approvals import answer_of
-from core.tasks.broker import Subscription
 from core.tasks.content import part_to_content
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lanes import Lane, TurnLanes
 from core.tasks.limits import TurnSlots, check_message
-from core.tasks.push import PushDispatcher, PushTargetRefusedError
+from core.tasks.push import PushDispatcher
+from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion, StoredConfig
 from core.tasks.run import TaskRun, agent_message
 from core.tasks.runner import (
-    WRAPPER_METADATA_KEY,
-    ApprovalTimeoutError,
-    IdleTimeoutError,
     OutputMode,
     TurnRunner,
 )
 from core.tasks.store import TaskQuery, TaskStore
+from core.tasks.streams import EventStream, apply_history_length
+from core.tasks.turns import TurnDriver
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import (
     InvalidParamsError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -62,7 +57,6 @@ from core.wire.models import (
     SendMessageRequest,
     StreamResponse,
     Task,
-    TaskPushNotificationConfig,
     TaskStatus,
 )
 
@@ -73,77 +67,6 @@ SHUTDOWN_REASON = (
     "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
     "finish within server.shutdownTimeout; send it again."
 )
-
-
-APPROVAL_TIMEOUT_REASON = (
-    "Nobody answered the agent's approval request within approvals.timeout; the turn was "
-    "stopped (approvals.onTimeout is fail)."
-)
-
-
-def _turn_timeout_reason(seconds: float) -> str:
-    return (
-        f"The turn took longer than timeouts.turn ({seconds:g} s); the agent was stopped. "
-        "Send a narrower request, or raise timeouts.turn."
-    )
-
-
-def _idle_timeout_reason(seconds: float) -> str:
-    return (
-        f"The agent sent nothing for timeouts.idle ({seconds:g} s); it was stopped. "
-        "Its model endpoint may be unreachable or stalled."
-    )
-
-
-def apply_history_length(task: Task, history_length: int | None) -> Task:
-    if history_length is None or task.history is None:
-        return task
-    if history_length == 0:
-        task.history = None
-    else:
-        task.history = task.history[-history_length:]
-    return task
-
-
-def _ends_stream(event: StreamResponse, *, at_interrupt: bool) -> bool:
-    if event.message is not None:
-        return True
-    status = (
-        event.task.status
-        if event.task
-        else (event.status_update.status if event.status_update else None)
-    )
-    if status is None:
-        return False
-    return status.state.terminal or (at_interrupt and status.state.interrupted)
-
-
-class EventStream:
-    """The events of one stream, ending at a terminal (or, for sends, interrupted) state."""
-
-    def __init__(
-        self,
-        subscription: Subscription,
-        *,
-        at_interrupt: bool,
-        on_close: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._subscription = subscription
-        self._at_interrupt = at_interrupt
-        self._on_close = on_close
-
-    async def __aiter__(self) -> AsyncIterator[StreamResponse]:
-        try:
-            async for event in self._subscription:
-                yield event
-                if _ends_stream(event, at_interrupt=self._at_interrupt):
-                    return
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self._subscription.close()
-        self._on_close()
 
 
 class TaskService:
@@ -179,24 +102,31 @@ class TaskService:
         self._store = store
         self._approvals = approvals
         self._push = push
-        self._hooks = hooks
+        self.push_configs = PushConfigs(push, self._load)
         self._backend = backend
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
         self._session_cleanup_interval = session_cleanup_interval
         self._sweeping_sessions = False
-        self._runner = TurnRunner(
+        self._driver = TurnDriver(
             backend,
-            progress=progress,
-            reasoning=reasoning,
-            output_mode=output_mode,
+            TurnRunner(
+                backend,
+                progress=progress,
+                reasoning=reasoning,
+                output_mode=output_mode,
+                idle_timeout=idle_timeout,
+                approval_timeout=approval_timeout,
+                approval_on_timeout=approval_on_timeout,
+            ),
+            self._sessions,
+            hooks=hooks,
+            turn_timeout=turn_timeout,
             idle_timeout=idle_timeout,
-            approval_timeout=approval_timeout,
-            approval_on_timeout=approval_on_timeout,
+            cancel_timeout=cancel_timeout,
+            debug_errors=debug_errors,
         )
-        self._turn_timeout = turn_timeout
-        self._idle_timeout = idle_timeout
         self._lanes = TurnLanes(max_queued_turns)
         self._slots = TurnSlots(
             max_concurrent_turns, max_concurrent_turns_per_principal, max_waiting_turns
@@ -211,7 +141,6 @@ class TaskService:
         self._shutdown_timeout = shutdown_timeout
         self._retention = retention
         self._sweep_interval = sweep_interval
-        self._debug_errors = debug_errors
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -541,7 +470,7 @@ class TaskService:
             field = "configuration." + (
                 "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
             )
-            await self._vet_push_config(inline, field)
+            await self.push_configs.vet(inline, field)
         if message.task_id:
             task = await self._load(principal, message.task_id)
             run = self._continuable(principal, task, message)
@@ -632,7 +561,7 @@ class TaskService:
                             waiting = False
                             run.queued_scope = None
                             if not run.task.status.state.terminal:
-                                await self._run_turn(run, turn)
+                                await self._driver.run(run, turn)
         except Exception:
             log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
         finally:
@@ -644,96 +573,6 @@ class TaskService:
             if run.task.status.state.terminal or run.reply is not None:
                 run.broker.close()
             self._release(run)
-
-    async def _run_turn(self, run: TaskRun, turn: Turn) -> None:
-        """Resolve the context's session, run the turn under its deadlines, and make sure the
-        agent stopped when the turn was cut short (cancel, deadline, shutdown).
-
-        `run.scope` is set before the first await, so a cancel or shutdown that arrives while
-        the session is being resolved stops this turn instead of racing it."""
-        timed_out: str | None = None
-        started: Turn | None = None
-        with anyio.CancelScope() as scope:
-            run.scope = scope
-            run.hooks, run.turn, run.cause = self._hooks, turn, None
-            refusal = await self._hooks.refusal(turn)
-            if refusal is not None:
-                log.info("turn.refused", task_id=run.task.id)
-                await run.set_status(
-                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
-                )
-                return
-            lease = await self._sessions.begin(
-                run.principal, run.task.context_id, task_session=self._task_session(run)
-            )
-            try:
-                self._record_lease(run, lease)
-                deadline = (
-                    utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
-                )
-                started = replace(turn, session_id=lease.session_id, deadline=deadline)
-                run.turn = started
-                timed_out = await self._run_bounded(run, started, lease)
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await self._sessions.end(lease)
-        run.scope = None
-        if timed_out is not None:
-            log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
-            run.stop_reason = run.stop_reason or timed_out
-        if scope.cancelled_caught or timed_out is not None:
-            # The consumer is gone; now make sure the agent itself stops.
-            with anyio.move_on_after(self._cancel_timeout, shield=True):
-                if started is not None:
-                    await self._backend.interrupt(started)
-                if not run.task.status.state.terminal:
-                    await self._finish_stopped(run)
-
-    def _task_session(self, run: TaskRun) -> str | None:
-        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
-        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
-        return session if isinstance(session, str) else None
-
-    def _record_lease(self, run: TaskRun, lease: Lease) -> None:
-        self._runner.record_session(run, lease.session_id)
-        section = self._runner.metadata(run)
-        section["newSession"] = lease.new_session
-        section["expiredSession"] = lease.expired_session
-
-    async def _run_bounded(self, run: TaskRun, turn: Turn, lease: Lease) -> str | None:
-        """Run the turn; returns the reason when a deadline cut it short. Any other failure
-        of the turn fails the task with an opaque error id."""
-
-        async def on_session(session_id: str) -> None:
-            await self._sessions.bound(lease, session_id)
-
-        try:
-            with anyio.move_on_after(self._turn_timeout or math.inf) as deadline:
-                await self._runner.run(run, turn, on_session)
-        except IdleTimeoutError:
-            return _idle_timeout_reason(self._idle_timeout or 0)
-        except ApprovalTimeoutError:
-            return APPROVAL_TIMEOUT_REASON
-        except Exception as exc:
-            error_id = uuid.uuid4().hex[:12]
-            log.exception(
-                "turn.failed", error_id=error_id, task_id=run.task.id, backend=self._backend.name
-            )
-            detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
-            text = f"The agent failed (error id {error_id}){detail}"
-            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
-            return None
-        if deadline.cancelled_caught:
-            return _turn_timeout_reason(self._turn_timeout or 0)
-        return None
-
-    async def _finish_stopped(self, run: TaskRun) -> None:
-        if run.stop_reason is None:
-            await run.set_status(TaskState.CANCELED)
-        else:
-            await run.set_status(
-                TaskState.FAILED, agent_message(run.task, [Part(text=run.stop_reason)])
-            )
 
     # ----- cancel ----------------------------------------------------------------------------
 
@@ -761,77 +600,3 @@ class TaskService:
         await run.set_status(TaskState.CANCELED)
         self._live.pop(request.id, None)
         return run.snapshot()
-
-    # ----- push notification configs -----------------------------------------------------------
-
-    def _require_push(self) -> PushDispatcher:
-        if self._push is None:
-            raise PushNotificationNotSupportedError
-        return self._push
-
-    async def _vet_push_config(self, config: TaskPushNotificationConfig, field: str) -> None:
-        """Refuse a config that could not be delivered safely, naming the offending field."""
-        push = self._require_push()
-        auth = config.authentication
-        for name, value in (
-            ("token", config.token),
-            ("authentication.scheme", auth.scheme if auth else None),
-            ("authentication.credentials", auth.credentials if auth else None),
-        ):
-            if value and ("\r" in value or "\n" in value):
-                path = f"{field}.{name}" if field else name
-                raise InvalidParamsError(
-                    f"{path} must not contain line breaks", violations=[(path, "line break")]
-                )
-        path = f"{field}.url" if field else "url"
-        try:
-            await push.sender.vet(config.url)
-        except PushTargetRefusedError as exc:
-            raise InvalidParamsError(f"{path}: {exc}", violations=[(path, str(exc))]) from exc
-
-    async def create_push_config(
-        self,
-        principal: str,
-        config: TaskPushNotificationConfig,
-        *,
-        version: PushVersion,
-        field: str = "",
-    ) -> TaskPushNotificationConfig:
-        """Register (or replace) a webhook for the caller's task; a missing id is the task id.
-        `field` prefixes the names of refused fields in errors."""
-        push = self._require_push()
-        if not config.task_id:
-            raise InvalidParamsError("taskId is required", violations=[("taskId", "required")])
-        await self._load(principal, config.task_id)
-        await self._vet_push_config(config, field)
-        stored = config.model_copy(update={"id": config.id or config.task_id})
-        await push.put(StoredConfig(principal, version, stored))
-        return stored
-
-    async def get_push_config(
-        self, principal: str, task_id: str, config_id: str | None
-    ) -> TaskPushNotificationConfig:
-        """One config; without an id, the one named after the task, else the first."""
-        push = self._require_push()
-        await self._load(principal, task_id)
-        if config_id:
-            found = await push.store.get_config(principal, task_id, config_id)
-        else:
-            configs = await push.store.list_configs(principal, task_id)
-            found = next((c for c in configs if c.id == task_id), configs[0] if configs else None)
-        if found is None:
-            raise TaskNotFoundError("Push notification config not found")
-        return found.config
-
-    async def list_push_configs(
-        self, principal: str, task_id: str
-    ) -> builtins.list[TaskPushNotificationConfig]:
-        push = self._require_push()
-        await self._load(principal, task_id)
-        return [c.config for c in await push.store.list_configs(principal, task_id)]
-
-    async def delete_push_config(self, principal: str, task_id: str, config_id: str) -> None:
-        """Idempotent: deleting a config that is not there succeeds."""
-        push = self._require_push()
-        await self._load(principal, task_id)
-        await push.delete(principal, task_id, config_id)

@@ -1,0 +1,161 @@
+"""One turn, from its start in the context's lane to its end state: the policy hook, the
+session lease, the deadlines, and making sure the agent stopped when the turn was cut short
+(cancel, deadline, shutdown). Any failure of the turn fails its task only."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+
+import anyio
+import structlog
+
+from core.backend import Backend, Turn
+from core.sessions.manager import Lease, SessionManager
+from core.tasks.hooks import NO_HOOKS, Hooks
+from core.tasks.run import TaskRun, agent_message
+from core.tasks.runner import (
+    WRAPPER_METADATA_KEY,
+    ApprovalTimeoutError,
+    IdleTimeoutError,
+    TurnRunner,
+)
+from core.wire.base import utcnow
+from core.wire.enums import TaskState
+from core.wire.models import Part
+
+log = structlog.get_logger(__name__)
+
+APPROVAL_TIMEOUT_REASON = (
+    "Nobody answered the agent's approval request within approvals.timeout; the turn was "
+    "stopped (approvals.onTimeout is fail)."
+)
+
+
+def turn_timeout_reason(seconds: float) -> str:
+    return (
+        f"The turn took longer than timeouts.turn ({seconds:g} s); the agent was stopped. "
+        "Send a narrower request, or raise timeouts.turn."
+    )
+
+
+def idle_timeout_reason(seconds: float) -> str:
+    return (
+        f"The agent sent nothing for timeouts.idle ({seconds:g} s); it was stopped. "
+        "Its model endpoint may be unreachable or stalled."
+    )
+
+
+class TurnDriver:
+    def __init__(
+        self,
+        backend: Backend,
+        runner: TurnRunner,
+        sessions: SessionManager,
+        *,
+        hooks: Hooks = NO_HOOKS,
+        turn_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        cancel_timeout: float = 10.0,
+        debug_errors: bool = False,
+    ) -> None:
+        self._backend = backend
+        self._runner = runner
+        self._sessions = sessions
+        self._hooks = hooks
+        self._turn_timeout = turn_timeout
+        self._idle_timeout = idle_timeout
+        self._cancel_timeout = cancel_timeout
+        self._debug_errors = debug_errors
+
+    async def run(self, run: TaskRun, turn: Turn) -> None:
+        """Resolve the context's session, run the turn under its deadlines, and make sure the
+        agent stopped when the turn was cut short (cancel, deadline, shutdown).
+
+        `run.scope` is set before the first await, so a cancel or shutdown that arrives while
+        the session is being resolved stops this turn instead of racing it."""
+        timed_out: str | None = None
+        started: Turn | None = None
+        with anyio.CancelScope() as scope:
+            run.scope = scope
+            run.hooks, run.turn, run.cause = self._hooks, turn, None
+            refusal = await self._hooks.refusal(turn)
+            if refusal is not None:
+                log.info("turn.refused", task_id=run.task.id)
+                await run.set_status(
+                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
+                )
+                return
+            lease = await self._sessions.begin(
+                run.principal, run.task.context_id, task_session=self._task_session(run)
+            )
+            try:
+                self._record_lease(run, lease)
+                deadline = (
+                    utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
+                )
+                started = replace(turn, session_id=lease.session_id, deadline=deadline)
+                run.turn = started
+                timed_out = await self._run_bounded(run, started, lease)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._sessions.end(lease)
+        run.scope = None
+        if timed_out is not None:
+            log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
+            run.stop_reason = run.stop_reason or timed_out
+        if scope.cancelled_caught or timed_out is not None:
+            # The consumer is gone; now make sure the agent itself stops.
+            with anyio.move_on_after(self._cancel_timeout, shield=True):
+                if started is not None:
+                    await self._backend.interrupt(started)
+                if not run.task.status.state.terminal:
+                    await self._finish_stopped(run)
+
+    def _task_session(self, run: TaskRun) -> str | None:
+        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
+        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
+        return session if isinstance(session, str) else None
+
+    def _record_lease(self, run: TaskRun, lease: Lease) -> None:
+        self._runner.record_session(run, lease.session_id)
+        section = self._runner.metadata(run)
+        section["newSession"] = lease.new_session
+        section["expiredSession"] = lease.expired_session
+
+    async def _run_bounded(self, run: TaskRun, turn: Turn, lease: Lease) -> str | None:
+        """Run the turn; returns the reason when a deadline cut it short. Any other failure
+        of the turn fails the task with an opaque error id."""
+
+        async def on_session(session_id: str) -> None:
+            await self._sessions.bound(lease, session_id)
+
+        try:
+            with anyio.move_on_after(self._turn_timeout or math.inf) as deadline:
+                await self._runner.run(run, turn, on_session)
+        except IdleTimeoutError:
+            return idle_timeout_reason(self._idle_timeout or 0)
+        except ApprovalTimeoutError:
+            return APPROVAL_TIMEOUT_REASON
+        except Exception as exc:
+            error_id = uuid.uuid4().hex[:12]
+            log.exception(
+                "turn.failed", error_id=error_id, task_id=run.task.id, backend=self._backend.name
+            )
+            detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
+            text = f"The agent failed (error id {error_id}){detail}"
+            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+            return None
+        if deadline.cancelled_caught:
+            return turn_timeout_reason(self._turn_timeout or 0)
+        return None
+
+    async def _finish_stopped(self, run: TaskRun) -> None:
+        if run.stop_reason is None:
+            await run.set_status(TaskState.CANCELED)
+        else:
+            await run.set_status(
+                TaskState.FAILED, agent_message(run.task, [Part(text=run.stop_reason)])
+            )
