@@ -16,8 +16,10 @@ import argparse
 import asyncio
 import statistics
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +219,95 @@ if __name__ == "__main__":
     parser.add_argument("--cli", type=Path, default=BUNDLED_CLI)
     logs.configure("warning")
     asyncio.run(main(parser.parse_args()))
+
+
+# ----- bench.turns: the same measurement in the shared agent-turn harness ---------------------
+
+
+def _serve_mock(workdir: Path) -> tuple[str, Callable[[], None]]:
+    """The mock model in a thread of its own (the harness runs the daemon as a process)."""
+    ready = threading.Event()
+    url: list[str] = []
+    stop_event: list[asyncio.Event] = []
+    loop = asyncio.new_event_loop()
+
+    async def serve() -> None:
+        async with OpenAIChatMock() as mock:
+            url.append(mock.base_url)
+            stop_event.append(asyncio.Event())
+            ready.set()
+            await stop_event[0].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("the mock model did not start")
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(stop_event[0].set)
+        thread.join(30)
+        loop.close()
+
+    return url[0], stop
+
+
+def _daemon_config(base_url: str, workdir: Path) -> dict[str, Any]:
+    root = workdir / "daemon"
+    (root / "project").mkdir(parents=True, exist_ok=True)
+    return {
+        "backend": "copilot",
+        "storage": {"kind": "sqlite", "path": str(root / "tasks.sqlite3")},
+        "copilot": {
+            "workingDirectory": str(root / "project"),
+            "cliPath": str(BUNDLED_CLI),
+            "home": str(root / "copilot-home"),
+            "model": MODEL,
+            "offline": True,
+            "provider": {"baseUrl": base_url},
+            "env": {"HOME": str(root / "home"), "XDG_CACHE_HOME": str(workdir / "cache")},
+        },
+    }
+
+
+def _direct(base_url: str, workdir: Path, session: str | None) -> str:
+    """One turn through the SDK with a CLI of its own (the harness's direct path is one turn
+    per process): a new session, or the stored one resumed."""
+    work = workdir / "direct"
+    project = work / "project"
+    project.mkdir(parents=True, exist_ok=True)
+
+    async def turn() -> str:
+        connection = RuntimeConnection.for_stdio(path=str(BUNDLED_CLI))
+        connection.env = _env(work, workdir / "cache", base_url)
+        client = CopilotClient(
+            connection=connection, use_logged_in_user=False, working_directory=str(project)
+        )
+        await client.start()
+        try:
+            options: dict[str, Any] = {
+                "on_permission_request": PermissionHandler.approve_all,
+                "model": MODEL,
+                "provider": {"type": "openai", "base_url": base_url},
+                "working_directory": str(project),
+                "streaming": True,
+            }
+            if session is None:
+                opened = await client.create_session(session_id=str(uuid.uuid4()), **options)
+            else:
+                opened = await client.resume_session(session, **options)
+            await opened.send_and_wait(
+                "Say hello." if session is None else "Say it again.", timeout=60
+            )
+            await opened.disconnect()
+            return str(opened.session_id)
+        finally:
+            await client.stop()
+
+    return asyncio.run(turn())
+
+
+def target() -> Any:
+    """Copilot's `bench.turns.Target` (picked up by `bench.turns.load_targets`)."""
+    from bench.turns import Target  # noqa: PLC0415
+
+    return Target(mock=_serve_mock, config=_daemon_config, direct=_direct)
