@@ -15,6 +15,7 @@ from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
 from core.server.ratelog import LogSummary
 from core.settings import ServerSettings, Settings
+from core.tasks.startup import ListenError, failing_as
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +76,7 @@ async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None
         loop.add_signal_handler(sig, on_signal)
     summary = LogSummary()
     loop.set_exception_handler(summary.loop_exception_handler)
-    limits = connection_limits(settings.server, raise_open_file_limit())
+    open_files = raise_open_file_limit()
     runner = web.AppRunner(
         create_app(settings),
         handle_signals=False,
@@ -85,8 +86,10 @@ async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None
     )
     await runner.setup()
     try:
+        limits = connection_limits(settings.server, open_files)
         site = GuardedSite(runner, settings.server.host, settings.server.port, limits, summary)
-        await site.start()
+        with failing_as(ListenError):
+            await site.start()
         port = runner.addresses[0][1] if runner.addresses else settings.server.port
         host = settings.server.host
         shown = f"[{host}]" if ":" in host else host
