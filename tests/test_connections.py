@@ -7,14 +7,14 @@ import resource
 import selectors
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.daemon import Daemon
+from tests.conftest import MakeDaemon
 
 FLOOD = 1100
 DAEMON_OPEN_FILES = 512  # below FLOOD: without a cap the daemon runs out of descriptors
@@ -23,26 +23,12 @@ WAIT = 30.0  # s: a bound on waiting, so a broken daemon fails the test rather t
 LOG_GROWTH = 8 * 1024  # bytes the whole flood may add to the log
 
 
-MakeDaemon = Callable[..., Daemon]
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[MakeDaemon]:
-    """`daemon(**server)`: a daemon with those `server` settings, gone at teardown."""
-    made: list[Daemon] = []
-
-    def make(**server: Any) -> Daemon:
-        config = {
-            "backend": "tests.conformance.tck_backend:TckBackend",
-            "storage": {"path": str(tmp_path / "tasks.sqlite3")},
-            "server": server,
-        }
-        made.append(Daemon(config, tmp_path))
-        return made[-1]
-
-    yield make
-    for one in made:
-        one.close()
+def tck(tmp_path: Path, **server: Any) -> dict[str, Any]:
+    return {
+        "backend": "tests.conformance.tck_backend:TckBackend",
+        "storage": {"path": str(tmp_path / "tasks.sqlite3")},
+        "server": server,
+    }
 
 
 @pytest.fixture
@@ -117,11 +103,11 @@ def send_message(url: str) -> dict[str, Any]:
 
 
 def test_a_flood_of_idle_connections_starves_nobody_and_is_closed(
-    daemon: MakeDaemon, sockets: list[socket.socket]
+    tmp_path: Path, daemons: MakeDaemon, sockets: list[socket.socket]
 ) -> None:
     """Default settings: a cap of 256 per client address and a 10 s header timeout."""
     count = flood_size()
-    flooded = daemon()
+    flooded = daemons(tck(tmp_path))
     url = flooded.start(open_files=DAEMON_OPEN_FILES)
     before = flooded.log_path.stat().st_size
 
@@ -139,10 +125,16 @@ def test_a_flood_of_idle_connections_starves_nobody_and_is_closed(
 
 
 def test_beyond_the_total_cap_a_connection_gets_503_at_once_and_idle_ones_expire(
-    daemon: MakeDaemon, sockets: list[socket.socket]
+    tmp_path: Path, daemons: MakeDaemon, sockets: list[socket.socket]
 ) -> None:
-    capped = daemon(
-        maxConnections=20, maxConnectionsPerClient=0, headerTimeout=1500, keepAliveTimeout=1000
+    capped = daemons(
+        tck(
+            tmp_path,
+            maxConnections=20,
+            maxConnectionsPerClient=0,
+            headerTimeout=1500,
+            keepAliveTimeout=1000,
+        )
     )
     url = capped.start()
     open_idle(url, 20, sockets)

@@ -9,32 +9,18 @@ import json
 import os
 import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.daemon import EXE, Daemon
+from tests.conftest import MakeDaemon
+from tests.support.daemon import EXE
 
 UPSTREAM_TEXT = "Cannot connect to host 10.1.2.3:4096 ssl:default [Connect call failed]"
 WAIT = 30.0  # s: a bound on waiting for the daemon
-
-MakeDaemon = Callable[[dict[str, Any]], Daemon]
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
-    made: list[Daemon] = []
-
-    def make(config: dict[str, Any]) -> Daemon:
-        made.append(Daemon(config, tmp_path))
-        return made[-1]
-
-    yield make
-    for daemon in made:
-        daemon.close()
 
 
 @pytest.fixture
