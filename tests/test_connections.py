@@ -3,6 +3,7 @@ requests from others keep being answered, and the log stays small."""
 
 from __future__ import annotations
 
+import json
 import resource
 import selectors
 import socket
@@ -132,8 +133,9 @@ def test_beyond_the_total_cap_a_connection_gets_503_at_once_and_idle_ones_expire
             tmp_path,
             maxConnections=20,
             maxConnectionsPerClient=0,
-            headerTimeout=1500,
-            keepAliveTimeout=1000,
+            headerTimeout=1000,
+            # Longer than the header timeout: aiohttp's idle timer also runs from the accept.
+            keepAliveTimeout=2000,
         )
     )
     url = capped.start()
@@ -164,3 +166,11 @@ def test_beyond_the_total_cap_a_connection_gets_503_at_once_and_idle_ones_expire
             pass
         assert reader.read(len(b'{"status": "ok"}')) == b'{"status": "ok"}'
         assert reader.read() == b""  # EOF: the server closed the idle connection
+
+    # Refusals and timeouts were counted, not logged one by one: one summary line each.
+    assert capped.stop() == 0
+    lines = [json.loads(line) for line in capped.log_path.read_text().splitlines()]
+    summaries = {(e["of"], e["key"]): e["count"] for e in lines if e["event"] == "log.summary"}
+    assert summaries[("http.header_timeout", None)] == 20
+    assert summaries[("http.connection_refused", "total")] >= 1
+    assert not [e for e in lines if e["event"].startswith("http.connection")]
