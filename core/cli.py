@@ -17,6 +17,9 @@ from core.server.card import CardProvider
 from core.server.serve import serve
 from core.settings import ConfigError, Settings, json_schema, load
 from core.tasks.hooks import HookLoadError
+from core.tasks.startup import ListenError, StartupError, StorageStartError
+
+EXIT_CONFIG = 2  # the config is unusable (also: an unknown backend, a hook that does not load)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,7 +54,7 @@ def _check(path: Path) -> int:
         build_hooks(settings)
     except (ConfigError, registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     print(f"{path}: config ok (backend {settings.backend})")
     results = [*_common_checks(settings), *asyncio.run(backend.diagnose())]
     for item in results:
@@ -96,7 +99,7 @@ def _print_card(path: Path, *, strict: bool) -> int:
         settings = load(path)
     except ConfigError as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     print(json.dumps(_card(settings, strict=strict), indent=2))
     return 0
 
@@ -128,7 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load(args.config, overrides=overrides)
     except ConfigError as exc:
         print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     # Like uvicorn's --app-dir: a `module:attr` backend may live in the working directory.
     sys.path.insert(0, os.getcwd())
     try:
@@ -137,8 +140,20 @@ def _serve(args: argparse.Namespace) -> int:
         return 130
     except (registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
+    except StartupError as exc:
+        print(f"a2a-wrapper: {_where(exc, settings)}: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
+
+
+def _where(exc: StartupError, settings: Settings) -> str:
+    """What failed, with the path or address it concerns (the cause's text may lack it)."""
+    if isinstance(exc, StorageStartError):
+        return f"{exc.what} at {settings.storage.resolved_path()}"
+    if isinstance(exc, ListenError):
+        return f"{exc.what} on {settings.server.host}:{settings.server.port}"
+    return exc.what
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, SecretStr, ValidationError, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_settings import (
     BaseSettings,
@@ -140,6 +147,25 @@ class ServerSettings(Block):
     max_queued_turns: int = Field(
         default=256, ge=0, description="Turns waiting for a slot in this daemon at most"
     )
+    max_connections: int = Field(
+        default=1024,
+        ge=1,
+        description="Open client connections at most; more are answered 503 and closed at "
+        "once (lowered to fit the open-file limit)",
+    )
+    max_connections_per_client: int = Field(
+        default=256, ge=0, description="Open connections from one client address; 0 = no own limit"
+    )
+    header_timeout: int = Field(
+        default=10_000,
+        ge=0,
+        description="ms a new connection has to send a complete request head; 0 = no limit",
+    )
+    keep_alive_timeout: int = Field(
+        default=15_000,
+        ge=1,
+        description="ms an idle connection is kept open between requests",
+    )
     sse_ping_interval: int = Field(default=15000, ge=100, description="ms")
     debug_errors: bool = False
     shutdown_timeout: int = Field(default=10000, ge=0, description="ms")
@@ -246,8 +272,20 @@ class PushSettings(Block):
     allow_private_targets: bool = Field(
         default=False,
         description="Allow webhooks on loopback, private, link-local and other non-public "
-        "addresses (tests, local setups); never the default",
+        "addresses, cloud metadata included (tests only); prefer push.allowedTargets",
     )
+    allowed_targets: list[str] = Field(
+        default_factory=list,
+        description="Webhook hosts allowed although not public: CIDRs (a bare address is one "
+        "host) and host names; a cloud metadata address only when listed as that address",
+    )
+
+    @field_validator("allowed_targets")
+    @classmethod
+    def _targets_parse(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            parse_push_target(entry)
+        return entries
 
 
 class Settings(BaseSettings):
@@ -333,6 +371,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def parse_push_target(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | str:
+    """One `push.allowedTargets` entry: a network (a bare address is a /32 or /128), or a
+    lower-case host name. Raises ValueError for anything else."""
+    text = entry.strip()
+    try:
+        return ipaddress.ip_network(text.strip("[]"), strict=False)
+    except ValueError:
+        pass
+    name = text.lower().rstrip(".")
+    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(x) for x in name.split(".")):
+        raise ValueError(f"{entry!r} is neither a CIDR nor a host name")
+    return name
+
+
+_HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 

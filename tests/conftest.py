@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 from core.server.app import create_app
 from core.settings import Settings, load
 from core.tasks.store import InMemoryTaskStore, TaskStore
+from tests.support.daemon import Daemon
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -64,6 +65,24 @@ def make_client(
 @pytest.fixture
 async def client(make_client: MakeClient) -> Client:
     return await make_client()
+
+
+MakeDaemon = Callable[[dict[str, Any]], Daemon]
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
+    """Real daemon processes (`daemons(config)`); stopped at teardown even when the test
+    fails half-way."""
+    made: list[Daemon] = []
+
+    def make(config: dict[str, Any]) -> Daemon:
+        made.append(Daemon(config, tmp_path))
+        return made[-1]
+
+    yield make
+    for daemon in made:
+        daemon.close()
 
 
 @pytest.fixture

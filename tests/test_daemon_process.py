@@ -6,31 +6,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.daemon import EXE, Daemon
+from tests.conftest import MakeDaemon
+from tests.support.daemon import EXE
 
 V1 = {"A2A-Version": "1.0"}
-MakeDaemon = Callable[[dict[str, Any]], Daemon]
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
-    """Daemons made here are stopped at teardown even when the test fails half-way."""
-    made: list[Daemon] = []
-
-    def make(config: dict[str, Any]) -> Daemon:
-        made.append(Daemon(config, tmp_path))
-        return made[-1]
-
-    yield make
-    for daemon in made:
-        daemon.close()
 
 
 def _config(tmp_path: Path) -> dict[str, Any]:

@@ -235,7 +235,11 @@ async def test_healthz_reports_the_backend(make_client: MakeClient) -> None:
     sick = await make_client(backend_=Sick())
     response = await sick.get("/healthz")
     assert response.status == 503
-    assert (await response.json())["detail"] == "claude binary not found"
+    body = await response.json()
+    assert body["reason"] == "backend_unhealthy"
+    assert body["message"] == f"The scripted backend is not healthy (error id {body['errorId']})."
+    # No token is needed for /ready: the backend's own text goes to the log only.
+    assert "claude binary not found" not in await response.text()
 
 
 async def test_backend_generator_closed_when_turn_ends_early(make_client: MakeClient) -> None:

@@ -269,3 +269,27 @@ async def test_configs_are_scoped_to_the_principal(
         client, "ListTaskPushNotificationConfigs", {"taskId": task_id}, headers=alice
     )
     assert [c["id"] for c in listed["result"]["configs"]] == ["c1"]
+
+
+async def test_a_loopback_receiver_listed_in_allowed_targets_gets_everything(
+    make_client: MakeClient, webhook: Webhook
+) -> None:
+    """`push.allowedTargets` opens the one receiver it lists, and nothing else: no
+    `allowPrivateTargets`, so other loopback addresses stay refused."""
+    settings = make_settings(push={"enabled": True, "allowedTargets": ["127.0.0.1/32"]})
+    client = await make_client(settings)
+
+    events = await rest_stream(client, "deltas: a|b", v1_config(webhook.url))
+    delivered = await webhook.wait_delivered(len(events))
+
+    assert delivered == events
+    other_loopback = webhook.url.replace("127.0.0.1", "[::1]")
+    refused = await call(
+        client,
+        "SendMessage",
+        {
+            "message": user_message("echo: hi"),
+            "configuration": {"taskPushNotificationConfig": v1_config(other_loopback)},
+        },
+    )
+    assert "loopback" in refused["error"]["message"], refused

@@ -170,14 +170,18 @@ async def _alive(request: web.Request) -> web.Response:
 
 
 async def _ready(request: web.Request) -> web.Response:
-    """200 when the store takes a write and the backend says it is healthy, 503 otherwise
-    (readiness, for load balancers). `/healthz` is the same check."""
+    """200 when the store takes a write and the backend says it is healthy, else 503 with a
+    `reason` code and a `message` written for the caller (readiness, for load balancers; no
+    token needed, so never exception text). `/healthz` is the same check."""
     service = request.app[SERVICE]
-    health = await service.health()
-    body = {"status": "ok" if health.ok else "unavailable", "backend": service.backend_name}
-    if health.detail:
-        body["detail"] = health.detail
-    return web.json_response(body, status=200 if health.ok else 503)
+    ready = await service.readiness()
+    body = {"status": "ok" if ready.ok else "unavailable", "backend": service.backend_name}
+    if ready.ok:
+        if ready.detail:
+            body["detail"] = ready.detail
+        return web.json_response(body)
+    body |= {"reason": ready.reason, "message": ready.message, "errorId": ready.error_id}
+    return web.json_response(body, status=503)
 
 
 @web.middleware

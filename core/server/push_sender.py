@@ -2,7 +2,9 @@
 
 The guard allows only http and https, resolves the webhook's host itself and refuses loopback,
 private, link-local, multicast, reserved, unspecified and cloud-metadata addresses (and
-anything else that is not globally routable) unless `push.allowPrivateTargets`. The request is
+anything else that is not globally routable, and IPv6 forms embedding such an IPv4 address; the
+rule is in `push_guard`), except what `push.allowedTargets` lists, or everything when
+`push.allowPrivateTargets`. The request is
 then made to the vetted addresses only: the connector's resolver answers with them and never
 asks DNS again, so a name cannot change its answer between the check and the connection
 (DNS rebinding). Redirects are never followed; a 3xx is a failed attempt.
@@ -19,43 +21,17 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from core.server.push_guard import Address, TargetPolicy
 from core.settings import PushSettings
 from core.tasks.push import PushDeliveryError, PushTargetRefusedError
 
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolve = Callable[[str, int], Awaitable[list[str]]]
-
-METADATA_ADDRESSES = frozenset(
-    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
-)
 
 
 async def system_resolve(host: str, port: int) -> list[str]:
     """Every address the system resolver gives for `host`, in its order, without repeats."""
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def refusal(address: Address) -> str | None:
-    """Why a webhook may not live at `address`, or None when it is a public address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address in METADATA_ADDRESSES:
-        return "a cloud metadata address"
-    checks = (
-        ("is_unspecified", "an unspecified address"),
-        ("is_loopback", "a loopback address"),
-        ("is_link_local", "a link-local address"),
-        ("is_multicast", "a multicast address"),
-        ("is_reserved", "a reserved address"),
-        ("is_private", "a private address"),
-    )
-    for attribute, reason in checks:
-        if getattr(address, attribute):
-            return reason
-    if not address.is_global:
-        return "not a public address"
-    return None
 
 
 class _PinnedResolver(AbstractResolver):
@@ -92,6 +68,7 @@ class HttpPushSender:
 
     def __init__(self, settings: PushSettings, *, resolve: Resolve = system_resolve) -> None:
         self._allow_private = settings.allow_private_targets
+        self._policy = TargetPolicy(settings.allowed_targets)
         self._resolve = resolve
 
     async def _vetted(self, url: str) -> tuple[URL, list[Address] | None]:
@@ -121,8 +98,9 @@ class HttpPushSender:
                 raise PushTargetRefusedError(f"cannot resolve {host}") from exc
             if not addresses:
                 raise PushTargetRefusedError(f"cannot resolve {host}")
+        name_allowed = literal is None and self._policy.allows_name(host)
         for address in addresses:
-            reason = refusal(address)
+            reason = self._policy.refusal(address, name_allowed=name_allowed)
             if reason is not None:
                 where = host if literal is not None else f"{host} resolves to {address}, which"
                 raise PushTargetRefusedError(f"{where} is {reason}")

@@ -19,9 +19,10 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from core.backend import Backend, Health, Turn
+from core.backend import Backend, Turn
 from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
+from core.tasks import readiness
 from core.tasks.approvals import answer_of
 from core.tasks.content import part_to_content
 from core.tasks.hooks import NO_HOOKS, Hooks
@@ -30,11 +31,13 @@ from core.tasks.limits import TurnSlots, check_message
 from core.tasks.push import PushDispatcher
 from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion, StoredConfig
+from core.tasks.readiness import Readiness
 from core.tasks.run import TaskRun, agent_message
 from core.tasks.runner import (
     OutputMode,
     TurnRunner,
 )
+from core.tasks.startup import BackendStartError, StorageStartError, failing_as
 from core.tasks.store import TaskQuery, TaskStore
 from core.tasks.streams import EventStream, apply_history_length
 from core.tasks.turns import TurnDriver
@@ -149,16 +152,20 @@ class TaskService:
         """Open the stores, reconcile, start the backend; on exit stop every turn, then close
         in reverse order."""
         self._drain_started = anyio.Event()
-        await self._store.open()
+        with failing_as(StorageStartError):
+            await self._store.open()
         try:
-            await self._sessions.store.open()
-            if self._push is not None:
-                await self._push.open()
+            with failing_as(StorageStartError):
+                await self._sessions.store.open()
+                if self._push is not None:
+                    await self._push.open()
             try:
-                failed = await self._store.fail_unfinished(RESTART_REASON)
+                with failing_as(StorageStartError):
+                    failed = await self._store.fail_unfinished(RESTART_REASON)
                 if failed:
                     log.warning("tasks.reconciled", failed=failed)
-                await self._backend.start()
+                with failing_as(BackendStartError):
+                    await self._backend.start()
                 try:
                     async with anyio.create_task_group() as tg:
                         self._tg = tg
@@ -283,14 +290,9 @@ class TaskService:
             except Exception:
                 log.exception("tasks.sweep_failed")
 
-    async def health(self) -> Health:
+    async def readiness(self) -> Readiness:
         """Ready to work: the task store takes a write and the backend is healthy."""
-        try:
-            await self._store.probe()
-        except Exception as exc:  # noqa: BLE001 - any failure means not ready; say which
-            log.warning("store.not_writable", error=type(exc).__name__)
-            return Health(ok=False, detail=f"task store is not writable: {type(exc).__name__}")
-        return await self._backend.health()
+        return await readiness.check(self._store, self._backend)
 
     @property
     def backend_name(self) -> str:

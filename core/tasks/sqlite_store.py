@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import tempfile
 from datetime import datetime
 from pathlib import Path
+
+import anyio.to_thread
 
 from core.sqlite_db import SqliteDatabase
 from core.tasks.store import (
@@ -34,9 +38,24 @@ CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
 """
 
 
+PROBE_BYTES = 4096
+
+
+def _disk_takes_a_page(directory: Path) -> None:
+    """Write one page to a new file next to the database, flush it to disk and drop it;
+    OSError (ENOSPC when the disk is full) otherwise. A committed SQLite write alone can pass
+    on a full disk while it lands in WAL space allocated earlier. The file is unnamed
+    (O_TMPFILE where available), so nothing is left behind."""
+    with tempfile.TemporaryFile(dir=directory, prefix=".ready-probe-") as probe:
+        probe.write(b"\0" * PROBE_BYTES)
+        probe.flush()
+        os.fsync(probe.fileno())
+
+
 class SqliteTaskStore:
     def __init__(self, path: Path) -> None:
         self._db = SqliteDatabase(path, _SCHEMA, "task store")
+        self._directory = path.parent
 
     async def open(self) -> None:
         await self._db.open()
@@ -50,6 +69,7 @@ class SqliteTaskStore:
             conn.execute("DELETE FROM tasks WHERE principal = '' AND id = ''")
 
         await self._db.run(write)
+        await anyio.to_thread.run_sync(_disk_takes_a_page, self._directory)
 
     async def save(self, principal: str, task: Task) -> None:
         row = (

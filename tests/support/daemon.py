@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +24,45 @@ class Daemon:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
-    def start(self) -> str:
+    def command(self) -> list[str]:
+        return [str(EXE), "serve", str(self.config_path), "--port", "0"]
+
+    def start(self, *, open_files: int | None = None) -> str:
+        """Start and wait until it listens. `open_files`: the daemon's RLIMIT_NOFILE (soft and
+        hard, so it cannot raise it)."""
+        limit: Callable[[], None] | None = None
+        if open_files is not None:
+            limit = lambda: resource.setrlimit(  # noqa: E731 - runs in the child, before exec
+                resource.RLIMIT_NOFILE, (open_files, open_files)
+            )
         with self.log_path.open("a") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
-                [str(EXE), "serve", str(self.config_path), "--port", "0"],
+                self.command(),
                 cwd=REPO,
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                preexec_fn=limit,  # noqa: PLW1509 - only setrlimit, an async-signal-safe call
             )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert line.startswith("a2a-wrapper listening on http://127.0.0.1:"), line
         self.url = line.split()[-1]
         return self.url
+
+    def run_to_exit(self, timeout: float = 60) -> tuple[int, str, str]:
+        """Run a daemon expected to stop before it listens: exit code, stdout, stderr."""
+        done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            self.command(),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        return done.returncode, done.stdout, done.stderr
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         assert self.proc is not None

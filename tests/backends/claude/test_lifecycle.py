@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestServer
 
 from core.cli import main
 from core.server.app import create_app
+from core.tasks.startup import BackendStartError
 from tests.backends.claude.conftest import (
     API_KEY,
     CANCELED,
@@ -121,8 +122,12 @@ async def test_the_daemon_refuses_to_start_without_its_working_directory(
     settings = claude_env.settings(claude={"workingDirectory": str(claude_env.root / "gone")})
     server = TestServer(create_app(settings))
     try:
-        with pytest.raises(ClaudeStartError, match=r"claude\.workingDirectory .*/gone does not"):
+        # The daemon reports it as a start-up failure (one line, exit 4) caused by the backend.
+        with pytest.raises(
+            BackendStartError, match=r"claude\.workingDirectory .*/gone does not"
+        ) as refused:
             await server.start_server()
+        assert isinstance(refused.value.__cause__, ClaudeStartError)
     finally:
         await server.close()
 
