@@ -14,7 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, JsonValue, SecretStr, ValidationError, model_validator
+from pydantic import (
+    Field,
+    JsonValue,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_settings import (
     BaseSettings,
@@ -89,16 +96,55 @@ class AgentCardSettings(Block):
     )
 
 
+# Shorter tokens are accepted with a warning (at start and in `check`): 16 characters is the
+# least that random-looking tokens need to resist guessing over the network.
+MIN_TOKEN_LENGTH = 16
+
+
 class TokenSettings(Block):
-    token: SecretStr = Field(description="A bearer token (use ${VAR}; never commit one)")
+    token: SecretStr = Field(
+        description="A bearer token (use ${VAR}; never commit one); must not be empty, "
+        f"fewer than {MIN_TOKEN_LENGTH} characters gets a warning"
+    )
     principal: str = Field(min_length=1, description="Who presents this token")
+
+    @field_validator("token")
+    @classmethod
+    def _not_blank(cls, token: SecretStr) -> SecretStr:
+        # An empty token (often an unset ${VAR:-}) would count as "auth configured" while no
+        # caller can ever present it; whitespace cannot be sent as a bearer token either.
+        if not token.get_secret_value().strip():
+            raise ValueError("the token is empty (is its ${VAR} set?)")
+        return token
 
 
 class AuthSettings(Block):
     tokens: list[TokenSettings] = Field(
         default_factory=list,
-        description="Bearer tokens; when set, every call but the public card and health needs one",
+        description="Bearer tokens; when set, every call but the public card and health needs "
+        "one; one token names one principal",
     )
+
+    @field_validator("tokens")
+    @classmethod
+    def _one_principal_per_token(cls, tokens: list[TokenSettings]) -> list[TokenSettings]:
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(tokens):
+            first = seen.setdefault(entry.token.get_secret_value(), index)
+            if tokens[first].principal != entry.principal:
+                raise ValueError(
+                    f"entries [{first}] and [{index}] share a token but name different "
+                    "principals: one token must say who is calling"
+                )
+        return tokens
+
+    def short_tokens(self) -> list[str]:
+        """Key paths of the tokens shorter than MIN_TOKEN_LENGTH (warned about, not refused)."""
+        return [
+            f"server.auth.tokens[{i}].token"
+            for i, entry in enumerate(self.tokens)
+            if len(entry.token.get_secret_value()) < MIN_TOKEN_LENGTH
+        ]
 
 
 class ServerSettings(Block):
@@ -392,7 +438,9 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
 def _describe(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"])
+        path = "".join(
+            f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]
+        ).removeprefix(".")
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         msg = msg.removeprefix("Value error, ")
         lines.append(f"{path}: {msg}" if path else msg)
