@@ -113,8 +113,12 @@ class TokenSettings(Block):
     def _not_blank(cls, token: SecretStr) -> SecretStr:
         # An empty token (often an unset ${VAR:-}) would count as "auth configured" while no
         # caller can ever present it; whitespace cannot be sent as a bearer token either.
-        if not token.get_secret_value().strip():
+        value = token.get_secret_value()
+        if not value.strip():
             raise ValueError("the token is empty (is its ${VAR} set?)")
+        if value != value.strip():
+            # The Authorization header is trimmed, so such a token would never match.
+            raise ValueError("the token starts or ends with whitespace, which no caller can send")
         return token
 
 

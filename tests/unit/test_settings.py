@@ -316,6 +316,20 @@ def test_an_empty_token_is_refused_by_its_key_path(
     assert str(caught.value).startswith("server.auth.tokens[1].token: the token is empty")
 
 
+@pytest.mark.parametrize("token", ["a-long-enough-token-1\n", " a-long-enough-token-1"])
+def test_a_token_with_surrounding_whitespace_is_refused(tmp_path: Path, token: str) -> None:
+    tokens = [{"token": token, "principal": "a"}]
+    path = write_config(tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": tokens}}})
+
+    with pytest.raises(ConfigError) as caught:
+        load(path, environ={})
+
+    assert str(caught.value) == (
+        "server.auth.tokens[0].token: the token starts or ends with whitespace, which no caller "
+        "can send"
+    )
+
+
 def test_an_empty_token_does_not_make_a_public_bind_safe(tmp_path: Path) -> None:
     server = {"host": "0.0.0.0", "auth": {"tokens": [{"token": "", "principal": "ops"}]}}  # noqa: S104 - config data
     path = write_config(tmp_path, {"backend": BACKEND, "server": server})
