@@ -14,14 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    Field,
-    JsonValue,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, JsonValue, SecretStr, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import (
     BaseSettings,
@@ -108,19 +101,6 @@ class TokenSettings(Block):
     )
     principal: str = Field(min_length=1, description="Who presents this token")
 
-    @field_validator("token")
-    @classmethod
-    def _not_blank(cls, token: SecretStr) -> SecretStr:
-        # An empty token (often an unset ${VAR:-}) would count as "auth configured" while no
-        # caller can ever present it; whitespace cannot be sent as a bearer token either.
-        value = token.get_secret_value()
-        if not value.strip():
-            raise ValueError("the token is empty (is its ${VAR} set?)")
-        if value != value.strip():
-            # The Authorization header is trimmed, so such a token would never match.
-            raise ValueError("the token starts or ends with whitespace, which no caller can send")
-        return token
-
 
 class AuthSettings(Block):
     tokens: list[TokenSettings] = Field(
@@ -129,18 +109,27 @@ class AuthSettings(Block):
         "one; one token names one principal",
     )
 
-    @field_validator("tokens")
-    @classmethod
-    def _one_principal_per_token(cls, tokens: list[TokenSettings]) -> list[TokenSettings]:
+    def refuse_unusable_tokens(self) -> None:
+        """Raise ValueError naming the first token no caller could use, or one given to two
+        principals. An empty token (often an unset ${VAR:-}) would otherwise count as "auth
+        configured" for a public bind while nobody can present it."""
         seen: dict[str, int] = {}
-        for index, entry in enumerate(tokens):
-            first = seen.setdefault(entry.token.get_secret_value(), index)
-            if tokens[first].principal != entry.principal:
+        for index, entry in enumerate(self.tokens):
+            key = f"server.auth.tokens[{index}].token"
+            value = entry.token.get_secret_value()
+            if not value.strip():
+                raise ValueError(f"{key}: the token is empty (is its ${{VAR}} set?)")
+            if value != value.strip():
+                # The Authorization header is trimmed, so such a token would never match.
                 raise ValueError(
-                    f"entries [{first}] and [{index}] share a token but name different "
-                    "principals: one token must say who is calling"
+                    f"{key}: the token starts or ends with whitespace, which no caller can send"
                 )
-        return tokens
+            first = seen.setdefault(value, index)
+            if self.tokens[first].principal != entry.principal:
+                raise ValueError(
+                    f"{key}: the same token as server.auth.tokens[{first}].token but another "
+                    "principal; one token must say who is calling"
+                )
 
     def short_tokens(self) -> list[str]:
         """Key paths of the tokens shorter than MIN_TOKEN_LENGTH (warned about, not refused)."""
@@ -345,6 +334,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _safe_to_serve(self) -> Settings:
         server = self.server
+        server.auth.refuse_unusable_tokens()
         if (
             not server.auth.tokens
             and not is_loopback(server.host)
@@ -442,9 +432,7 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
 def _describe(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False):
-        path = "".join(
-            f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]
-        ).removeprefix(".")
+        path = ".".join(str(p) for p in err["loc"])
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         msg = msg.removeprefix("Value error, ")
         lines.append(f"{path}: {msg}" if path else msg)

@@ -357,7 +357,10 @@ def test_one_token_naming_two_principals_is_refused(tmp_path: Path) -> None:
         load(path, environ={})
 
     message = str(caught.value)
-    assert message.startswith("server.auth.tokens: entries [0] and [2] share a token")
+    assert message == (
+        "server.auth.tokens[2].token: the same token as server.auth.tokens[0].token but another "
+        "principal; one token must say who is calling"
+    )
     assert "shared-token" not in message
 
 
