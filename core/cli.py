@@ -10,16 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from core import logs, registry
 from core.backend import Diagnosis
 from core.server.app import backend_config, build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
-from core.settings import ConfigError, Settings, json_schema, load
+from core.settings import MIN_TOKEN_LENGTH, ConfigError, Settings, json_schema, load
 from core.tasks.hooks import HookLoadError
 from core.tasks.startup import ListenError, StartupError, StorageStartError
 
 EXIT_CONFIG = 2  # the config is unusable (also: an unknown backend, a hook that does not load)
+
+log = structlog.get_logger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,9 +64,14 @@ def _check(path: Path) -> int:
     for item in results:
         mark = "ok  " if item.ok else "FAIL"
         print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
+    for key in settings.server.auth.short_tokens():
+        print(f"  warn {key}: {_SHORT_TOKEN}")
     print("agent card:")
     print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
     return 0 if all(item.ok for item in results) else 1
+
+
+_SHORT_TOKEN = f"shorter than {MIN_TOKEN_LENGTH} characters; use a long random token"
 
 
 def _common_checks(settings: Settings) -> list[Diagnosis]:
@@ -132,6 +141,8 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    for key in settings.server.auth.short_tokens():
+        log.warning("auth.short_token", key=key, min_length=MIN_TOKEN_LENGTH)
     # Like uvicorn's --app-dir: a `module:attr` backend may live in the working directory.
     sys.path.insert(0, os.getcwd())
     try:

@@ -96,16 +96,55 @@ class AgentCardSettings(Block):
     )
 
 
+# Shorter tokens are accepted with a warning (at start and in `check`): 16 characters is the
+# least that random-looking tokens need to resist guessing over the network.
+MIN_TOKEN_LENGTH = 16
+
+
 class TokenSettings(Block):
-    token: SecretStr = Field(description="A bearer token (use ${VAR}; never commit one)")
+    token: SecretStr = Field(
+        description="A bearer token (use ${VAR}; never commit one); must not be empty, "
+        f"fewer than {MIN_TOKEN_LENGTH} characters gets a warning"
+    )
     principal: str = Field(min_length=1, description="Who presents this token")
 
 
 class AuthSettings(Block):
     tokens: list[TokenSettings] = Field(
         default_factory=list,
-        description="Bearer tokens; when set, every call but the public card and health needs one",
+        description="Bearer tokens; when set, every call but the public card and health needs "
+        "one; one token names one principal",
     )
+
+    def refuse_unusable_tokens(self) -> None:
+        """Raise ValueError naming the first token no caller could use, or one given to two
+        principals. An empty token (often an unset ${VAR:-}) would otherwise count as "auth
+        configured" for a public bind while nobody can present it."""
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.tokens):
+            key = f"server.auth.tokens[{index}].token"
+            value = entry.token.get_secret_value()
+            if not value.strip():
+                raise ValueError(f"{key}: the token is empty (is its ${{VAR}} set?)")
+            if value != value.strip():
+                # The Authorization header is trimmed, so such a token would never match.
+                raise ValueError(
+                    f"{key}: the token starts or ends with whitespace, which no caller can send"
+                )
+            first = seen.setdefault(value, index)
+            if self.tokens[first].principal != entry.principal:
+                raise ValueError(
+                    f"{key}: the same token as server.auth.tokens[{first}].token but another "
+                    "principal; one token must say who is calling"
+                )
+
+    def short_tokens(self) -> list[str]:
+        """Key paths of the tokens shorter than MIN_TOKEN_LENGTH (warned about, not refused)."""
+        return [
+            f"server.auth.tokens[{i}].token"
+            for i, entry in enumerate(self.tokens)
+            if len(entry.token.get_secret_value()) < MIN_TOKEN_LENGTH
+        ]
 
 
 class ServerSettings(Block):
@@ -333,6 +372,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _safe_to_serve(self) -> Settings:
         server = self.server
+        server.auth.refuse_unusable_tokens()
         if (
             not server.auth.tokens
             and not is_loopback(server.host)

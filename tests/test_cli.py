@@ -36,8 +36,22 @@ def write(tmp_path: Path, config: dict[str, Any]) -> str:
             {"backend": SCRIPTED, "server": {"host": "0.0.0.0"}},  # noqa: S104 - config data
             "server.allowUnauthenticated: true",
         ),
+        (
+            {
+                "backend": SCRIPTED,
+                "server": {"auth": {"tokens": [{"token": "", "principal": "p"}]}},
+            },
+            "server.auth.tokens[0].token: the token is empty",
+        ),
     ],
-    ids=["unknown-key", "wrong-type", "missing-env", "unknown-backend", "public-bind"],
+    ids=[
+        "unknown-key",
+        "wrong-type",
+        "missing-env",
+        "unknown-backend",
+        "public-bind",
+        "empty-token",
+    ],
 )
 def test_check_reports_a_broken_config_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict[str, Any], expected: str
@@ -110,3 +124,25 @@ def test_check_fails_on_a_missing_working_directory(
 
     assert code == 1
     assert f"FAIL working directory: {missing} does not exist" in capsys.readouterr().out
+
+
+def test_check_warns_about_a_short_token_and_still_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokens = [
+        {"token": "long-enough-0123456789", "principal": "a"},
+        {"token": "zq7x", "principal": "b"},
+    ]
+    config = {"backend": SCRIPTED, "server": {"auth": {"tokens": tokens}}}
+
+    code = main(["check", write(tmp_path, config)])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "  ok   auth: 2 bearer token(s)" in out
+    assert (
+        "  warn server.auth.tokens[1].token: shorter than 16 characters; use a long random token"
+        in out
+    )
+    assert "tokens[0]" not in out
+    assert "zq7x" not in out

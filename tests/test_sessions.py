@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestClient
 from core.server.app import create_app
 from core.server.keys import SERVICE
 from core.sessions.manager import SessionManager
-from core.sessions.store import InMemorySessionStore
+from core.sessions.store import InMemorySessionStore, SessionRecord
 from core.settings import Settings
 from core.tasks.service import TaskService
 from core.tasks.store import InMemoryTaskStore
@@ -66,6 +66,15 @@ def sqlite_settings(tmp_path: Path, **session: Any) -> Settings:
         storage={"kind": "sqlite", "path": str(tmp_path / "state.sqlite3")},
         session=session,
     )
+
+
+async def expiring_client(make_client: MakeClient, **settings: Any) -> tuple[Client, FakeClock]:
+    """A client whose sessions expire 1 s after creation on a fake clock, swept only on demand."""
+    clock = FakeClock()
+    client = await make_client(
+        make_settings(session={"ttl": 1000, "cleanupInterval": 0}, **settings), clock=clock
+    )
+    return client, clock
 
 
 async def test_turns_of_one_context_reach_one_session_across_a_restart(
@@ -160,13 +169,72 @@ async def test_sweep_removes_expired_mappings_and_drops_their_sessions(
     assert len(backend.dropped) == 2
 
 
+async def test_a_session_the_sweep_expired_is_reported_by_the_next_turn_only(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    client, clock = await expiring_client(make_client)
+    sessions = client.app[SERVICE].sessions
+    first = await send(client, "history: first", "ctx")
+    clock.advance(seconds=2)
+
+    assert await sessions.sweep() == 1
+    after = await send(client, "history: after", "ctx")
+    again = await send(client, "history: again", "ctx")
+    fresh = await send(client, "history: fresh", "other-ctx")
+
+    assert backend.dropped == [wrapper(first)["sessionId"]]
+    assert answer(after) == "(no history)"
+    assert (wrapper(after)["newSession"], wrapper(after)["expiredSession"]) == (True, True)
+    assert (wrapper(again)["newSession"], wrapper(again)["expiredSession"]) == (False, False)
+    assert (wrapper(fresh)["newSession"], wrapper(fresh)["expiredSession"]) == (True, False)
+
+
+async def test_a_sweep_tombstone_is_forgotten_after_the_retention(
+    make_client: MakeClient, backend: ScriptedBackend
+) -> None:
+    client, clock = await expiring_client(make_client, storage={"retention": 60_000})
+    sessions = client.app[SERVICE].sessions
+    await send(client, "echo: kept", "kept")
+    await send(client, "echo: forgotten", "forgotten")
+    clock.advance(seconds=2)
+    assert await sessions.sweep() == 2
+
+    kept = await send(client, "history: kept", "kept")
+    clock.advance(seconds=61)
+    await sessions.sweep()
+    forgotten = await send(client, "history: forgotten", "forgotten")
+
+    assert wrapper(kept)["expiredSession"] is True
+    # A minute after the expiry the context is as good as unknown: no report any more.
+    assert (wrapper(forgotten)["newSession"], wrapper(forgotten)["expiredSession"]) == (True, False)
+
+
+async def test_a_tombstone_does_not_touch_a_turn_without_context_reuse() -> None:
+    store = InMemorySessionStore()
+    dropped: list[str] = []
+
+    async def drop(session_id: str) -> None:
+        dropped.append(session_id)
+
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    await store.put(SessionRecord("p", "ctx", "scripted", "s1", created, created))
+    await store.expire_many(
+        [SessionRecord("p", "ctx", "scripted", "s1", created, created)], created
+    )
+    stateless = SessionManager(store, "scripted", drop, reuse_by_context=False)
+
+    lease = await stateless.begin("p", "ctx")
+    await stateless.end(lease)
+
+    assert (lease.new_session, lease.expired_session) == (True, False)
+    assert await store.take_tombstone("p", "ctx") is True
+    assert dropped == []
+
+
 async def test_a_turn_in_flight_is_never_expired(
     make_client: MakeClient, backend: ScriptedBackend
 ) -> None:
-    clock = FakeClock()
-    client = await make_client(
-        make_settings(session={"ttl": 1000, "cleanupInterval": 0}), clock=clock
-    )
+    client, clock = await expiring_client(make_client)
     service = client.app[SERVICE]
     running = await send(client, "block", "ctx", returnImmediately=True)
     await backend.entered(running["id"]).wait()
@@ -206,10 +274,7 @@ async def test_ttl_zero_never_expires(make_client: MakeClient, backend: Scripted
 async def test_cleanup_interval_zero_never_sweeps(
     make_client: MakeClient, backend: ScriptedBackend
 ) -> None:
-    clock = FakeClock()
-    client = await make_client(
-        make_settings(session={"ttl": 1000, "cleanupInterval": 0}), clock=clock
-    )
+    client, clock = await expiring_client(make_client)
     await send(client, "echo: a", "ctx")
     clock.advance(seconds=10)
 

@@ -95,12 +95,15 @@ def create_app(
     app[CARD] = CardProvider(settings)
     storage, session, timeouts = settings.storage, settings.session, settings.timeouts
     agent = backend or registry.create_backend(settings.backend, backend_config(settings))
+    retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
         session_store or build_session_store(settings),
         agent.name,
         agent.drop_session,
         reuse_by_context=session.reuse_by_context,
         ttl=timedelta(milliseconds=session.ttl) if session.ttl else None,
+        # An expiry is reported for as long as the context's tasks are kept.
+        tombstone_retention=retention,
         clock=clock,
     )
     service = TaskService(
@@ -117,7 +120,7 @@ def create_app(
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         turn_timeout=timeouts.turn / 1000 or None,
         idle_timeout=timeouts.idle / 1000 or None,
-        retention=timedelta(milliseconds=storage.retention) if storage.retention else None,
+        retention=retention,
         sweep_interval=storage.sweep_interval / 1000,
         output_mode=settings.output.mode,
         progress=settings.output.progress,

@@ -3,7 +3,9 @@
 One rule (`policy.is_expired`) decides expiry for both the lookup and the sweep. A context
 with a turn in flight is never expired: the lookup happens when the turn starts (inside the
 context's lane), and the sweep skips busy contexts, so a session that comes due mid-turn
-expires after that turn.
+expires after that turn. Whichever of the two expires a session, the next turn on that context
+reports `expired_session`: the sweep leaves a tombstone per key it removed, which that turn
+consumes; tombstones nobody comes back for are forgotten after `tombstone_retention`.
 """
 
 from __future__ import annotations
@@ -50,13 +52,17 @@ class SessionManager:
         *,
         reuse_by_context: bool = True,
         ttl: timedelta | None = None,
+        tombstone_retention: timedelta | None = None,
         clock: Clock = system_clock,
     ) -> None:
+        """`tombstone_retention`: how long the sweep remembers a session it expired for the
+        next turn on its context (None = until that turn comes)."""
         self._store = store
         self._backend = backend_name
         self._drop = drop
         self._reuse = reuse_by_context
         self._ttl = ttl
+        self._tombstone_retention = tombstone_retention
         self._clock = clock
         self._busy: Counter[tuple[str, str]] = Counter()
 
@@ -84,7 +90,8 @@ class SessionManager:
                 )
             record = await self._store.get(principal, context_id)
             if record is None:
-                return Lease(principal, context_id, None, True, False, True)
+                expired = await self._store.take_tombstone(principal, context_id)
+                return Lease(principal, context_id, None, True, expired, True)
             if is_expired(record, self._clock(), self._ttl):
                 await self._expire(record)
                 return Lease(principal, context_id, None, True, True, True)
@@ -132,9 +139,10 @@ class SessionManager:
             del self._busy[key]
 
     async def sweep(self, batch: int = 1000) -> int:
-        """Remove every expired mapping of an idle context and drop its backend session;
-        returns how many were removed. Deletes go in batches (one transaction each), so a large
-        sweep neither holds the store for long nor floods the log."""
+        """Remove every expired mapping of an idle context (leaving its tombstone) and drop its
+        backend session, then forget tombstones older than the retention; returns how many
+        mappings were removed. Deletes go in batches (one transaction each), so a large sweep
+        neither holds the store for long nor floods the log."""
         if self._ttl is None:
             return 0
         now = self._clock()
@@ -145,9 +153,11 @@ class SessionManager:
         ]
         removed = 0
         for start in range(0, len(candidates), batch):
-            for record in await self._store.delete_many(candidates[start : start + batch]):
+            for record in await self._store.expire_many(candidates[start : start + batch], now):
                 removed += 1
                 await self._drop_quietly(record.session_id)
+        if self._tombstone_retention is not None:
+            await self._store.purge_tombstones(now - self._tombstone_retention)
         return removed
 
     async def _expire(self, record: SessionRecord) -> bool:

@@ -21,6 +21,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     PRIMARY KEY (principal, context_id)
 );
 CREATE INDEX IF NOT EXISTS sessions_by_creation ON sessions (created_at);
+CREATE TABLE IF NOT EXISTS session_tombstones (
+    principal TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    expired_at TEXT NOT NULL,
+    PRIMARY KEY (principal, context_id)
+);
+CREATE INDEX IF NOT EXISTS session_tombstones_by_expiry ON session_tombstones (expired_at);
 """
 
 _COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
@@ -91,8 +98,13 @@ class SqliteSessionStore:
 
         return await self._db.run(remove)
 
-    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
+    async def expire_many(
+        self, records: list[SessionRecord], expired_at: datetime
+    ) -> list[SessionRecord]:
+        stamp = _ts(expired_at)
+
         def remove(conn: sqlite3.Connection) -> list[SessionRecord]:
+            # One transaction: a turn never sees the mapping gone without its tombstone.
             removed = []
             for record in records:
                 cursor = conn.execute(
@@ -101,10 +113,34 @@ class SqliteSessionStore:
                     (record.principal, record.context_id, record.session_id),
                 )
                 if cursor.rowcount > 0:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO session_tombstones "
+                        "(principal, context_id, expired_at) VALUES (?, ?, ?)",
+                        (record.principal, record.context_id, stamp),
+                    )
                     removed.append(record)
             return removed
 
         return await self._db.run(remove)
+
+    async def take_tombstone(self, principal: str, context_id: str) -> bool:
+        def take(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "DELETE FROM session_tombstones WHERE principal = ? AND context_id = ?",
+                (principal, context_id),
+            )
+            return cursor.rowcount > 0
+
+        return await self._db.run(take)
+
+    async def purge_tombstones(self, expired_before: datetime) -> int:
+        def purge(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
+                "DELETE FROM session_tombstones WHERE expired_at < ?", (_ts(expired_before),)
+            )
+            return cursor.rowcount
+
+        return await self._db.run(purge)
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
         def read(conn: sqlite3.Connection) -> list[SessionRecord]:

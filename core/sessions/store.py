@@ -1,6 +1,7 @@
 """Session mappings: `(principal, contextId) -> backend session`, and their stores.
 
-A store only keeps records; what counts as expired is decided in `policy.py` and applied by
+A store only keeps records (and a tombstone per key the sweep expired, until the next turn
+there or the retention); what counts as expired is decided in `policy.py` and applied by
 `manager.py`. Both stores implement the same `SessionStore` protocol.
 """
 
@@ -39,8 +40,20 @@ class SessionStore(Protocol):
         """Remove the mapping only if it still names `session_id`; True when removed."""
         ...
 
-    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
-        """`delete` for each record, in one go; returns the ones removed."""
+    async def expire_many(
+        self, records: list[SessionRecord], expired_at: datetime
+    ) -> list[SessionRecord]:
+        """`delete` for each record, in one go, leaving a tombstone (stamped `expired_at`) for
+        each key removed, so the next turn there can still learn its session expired; returns
+        the ones removed."""
+        ...
+
+    async def take_tombstone(self, principal: str, context_id: str) -> bool:
+        """Remove the key's tombstone; True when there was one (its session expired unseen)."""
+        ...
+
+    async def purge_tombstones(self, expired_before: datetime) -> int:
+        """Forget tombstones stamped before `expired_before`; returns how many."""
         ...
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
@@ -53,6 +66,7 @@ class SessionStore(Protocol):
 class InMemorySessionStore:
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], SessionRecord] = {}
+        self._tombstones: dict[tuple[str, str], datetime] = {}
 
     async def open(self) -> None:
         return None
@@ -74,8 +88,22 @@ class InMemorySessionStore:
         del self._records[key]
         return True
 
-    async def delete_many(self, records: list[SessionRecord]) -> list[SessionRecord]:
-        return [r for r in records if await self.delete(r.principal, r.context_id, r.session_id)]
+    async def expire_many(
+        self, records: list[SessionRecord], expired_at: datetime
+    ) -> list[SessionRecord]:
+        removed = [r for r in records if await self.delete(r.principal, r.context_id, r.session_id)]
+        for record in removed:
+            self._tombstones[(record.principal, record.context_id)] = expired_at
+        return removed
+
+    async def take_tombstone(self, principal: str, context_id: str) -> bool:
+        return self._tombstones.pop((principal, context_id), None) is not None
+
+    async def purge_tombstones(self, expired_before: datetime) -> int:
+        old = [key for key, at in self._tombstones.items() if at < expired_before]
+        for key in old:
+            del self._tombstones[key]
+        return len(old)
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
         return [r for r in self._records.values() if r.created_at < cutoff]

@@ -104,12 +104,68 @@ def test_expiry_counts_from_creation(age: timedelta, ttl: timedelta | None, expi
     assert is_expired(used_just_now, T0 + age, ttl) is expired
 
 
-async def test_delete_many_removes_only_the_named_sessions(store: SessionStore) -> None:
+async def test_expire_many_removes_only_the_named_sessions(store: SessionStore) -> None:
     await store.put(record("a", "s1"))
     await store.put(record("b", "s2"))
     await store.put(record("c", "s3"))
 
-    removed = await store.delete_many([record("a", "s1"), record("b", "stale"), record("c", "s3")])
+    removed = await store.expire_many(
+        [record("a", "s1"), record("b", "stale"), record("c", "s3")], T0
+    )
 
     assert [r.session_id for r in removed] == ["s1", "s3"]
     assert await store.count() == 1
+
+
+async def test_expire_many_leaves_one_tombstone_per_key_removed(store: SessionStore) -> None:
+    await store.put(record("a", "s1"))
+    await store.put(record("b", "s2"))
+
+    await store.expire_many([record("a", "s1"), record("b", "stale")], T0)
+
+    # Taken once: the next turn learns of the expiry, the one after it does not.
+    assert await store.take_tombstone("p", "a") is True
+    assert await store.take_tombstone("p", "a") is False
+    # Nothing was removed for b (the mapping named another session), so no tombstone either.
+    assert await store.take_tombstone("p", "b") is False
+    assert await store.get("p", "b") is not None
+
+
+async def test_tombstones_are_scoped_by_principal(store: SessionStore) -> None:
+    await store.put(record("c", "alice-s", principal="alice"))
+    await store.expire_many([record("c", "alice-s", principal="alice")], T0)
+
+    assert await store.take_tombstone("bob", "c") is False
+    assert await store.take_tombstone("alice", "c") is True
+
+
+async def test_purge_tombstones_forgets_only_the_older_ones(store: SessionStore) -> None:
+    for context, at in [
+        ("old", T0),
+        ("edge", T0 + timedelta(seconds=10)),
+        ("new", T0 + timedelta(seconds=20)),
+    ]:
+        await store.put(record(context, f"s-{context}"))
+        await store.expire_many([record(context, f"s-{context}")], at)
+
+    purged = await store.purge_tombstones(T0 + timedelta(seconds=10))
+
+    assert purged == 1
+    assert await store.take_tombstone("p", "old") is False
+    assert await store.take_tombstone("p", "edge") is True
+    assert await store.take_tombstone("p", "new") is True
+
+
+async def test_sqlite_tombstones_survive_a_reopen(tmp_path: Path) -> None:
+    first = SqliteSessionStore(tmp_path / "s.sqlite3")
+    await first.open()
+    await first.put(record("c", "s1"))
+    await first.expire_many([record("c", "s1")], T0)
+    await first.close()
+    second = SqliteSessionStore(tmp_path / "s.sqlite3")
+    await second.open()
+
+    taken = await second.take_tombstone("p", "c")
+    await second.close()
+
+    assert taken is True

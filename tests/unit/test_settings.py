@@ -290,3 +290,97 @@ def test_camel_case_keys_are_accepted(tmp_path: Path) -> None:
     assert settings.server.max_body_bytes == 2048
     assert settings.storage.kind == "memory"
     assert settings.storage.sweep_interval == 0
+
+
+@pytest.mark.parametrize(
+    ("token", "environ"),
+    [
+        ("", {}),
+        ("   ", {}),
+        ("${A2A_TEST_TOKEN:-}", {}),
+        ("${A2A_TEST_TOKEN}", {"A2A_TEST_TOKEN": ""}),
+        ("${A2A_TEST_TOKEN}", {"A2A_TEST_TOKEN": " \t"}),
+    ],
+    ids=["empty", "blank", "unset-with-empty-default", "set-to-empty", "set-to-blank"],
+)
+def test_an_empty_token_is_refused_by_its_key_path(
+    tmp_path: Path, token: str, environ: dict[str, str]
+) -> None:
+    tokens = [{"token": "a-long-enough-token-1", "principal": "a"}]
+    tokens.append({"token": token, "principal": "b"})
+    path = write_config(tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": tokens}}})
+
+    with pytest.raises(ConfigError) as caught:
+        load(path, environ=environ)
+
+    assert str(caught.value).startswith("server.auth.tokens[1].token: the token is empty")
+
+
+@pytest.mark.parametrize("token", ["a-long-enough-token-1\n", " a-long-enough-token-1"])
+def test_a_token_with_surrounding_whitespace_is_refused(tmp_path: Path, token: str) -> None:
+    tokens = [{"token": token, "principal": "a"}]
+    path = write_config(tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": tokens}}})
+
+    with pytest.raises(ConfigError) as caught:
+        load(path, environ={})
+
+    assert str(caught.value) == (
+        "server.auth.tokens[0].token: the token starts or ends with whitespace, which no caller "
+        "can send"
+    )
+
+
+def test_an_empty_token_does_not_make_a_public_bind_safe(tmp_path: Path) -> None:
+    server = {"host": "0.0.0.0", "auth": {"tokens": [{"token": "", "principal": "ops"}]}}  # noqa: S104 - config data
+    path = write_config(tmp_path, {"backend": BACKEND, "server": server})
+
+    with pytest.raises(ConfigError, match=r"server\.auth\.tokens\[0\]\.token: the token is empty"):
+        load(path, environ={})
+
+
+def test_an_empty_token_from_the_environment_is_refused() -> None:
+    environ = {"A2A_WRAPPER__SERVER__AUTH__TOKENS": '[{"token": "", "principal": "ops"}]'}
+
+    with pytest.raises(ConfigError, match=r"server\.auth\.tokens\[0\]\.token: the token is empty"):
+        load(None, overrides={"backend": BACKEND}, environ=environ)
+
+
+def test_one_token_naming_two_principals_is_refused(tmp_path: Path) -> None:
+    tokens = [
+        {"token": "shared-token-0123456789", "principal": "alice"},
+        {"token": "other-token-0123456789", "principal": "carol"},
+        {"token": "shared-token-0123456789", "principal": "bob"},
+    ]
+    path = write_config(tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": tokens}}})
+
+    with pytest.raises(ConfigError) as caught:
+        load(path, environ={})
+
+    message = str(caught.value)
+    assert message == (
+        "server.auth.tokens[2].token: the same token as server.auth.tokens[0].token but another "
+        "principal; one token must say who is calling"
+    )
+    assert "shared-token" not in message
+
+
+def test_a_repeated_token_of_one_principal_is_accepted(tmp_path: Path) -> None:
+    token = {"token": "same-token-0123456789", "principal": "alice"}
+    path = write_config(
+        tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": [token, token]}}}
+    )
+
+    assert len(load(path, environ={}).server.auth.tokens) == 2
+
+
+def test_short_tokens_are_accepted_and_named_for_a_warning(tmp_path: Path) -> None:
+    tokens = [
+        {"token": "0123456789abcdef", "principal": "exactly-16"},
+        {"token": "0123456789abcde", "principal": "fifteen"},
+        {"token": "x", "principal": "one"},
+    ]
+    path = write_config(tmp_path, {"backend": BACKEND, "server": {"auth": {"tokens": tokens}}})
+
+    auth = load(path, environ={}).server.auth
+
+    assert auth.short_tokens() == ["server.auth.tokens[1].token", "server.auth.tokens[2].token"]

@@ -47,6 +47,7 @@ from core.backend import (
     Progress,
     Turn,
 )
+from core.backend.binaries import CliNotFoundError
 from core.backend.config.claude import ClaudeConfig
 from wrappers.claude import diagnose, options, process
 from wrappers.claude.approvals import Approver
@@ -182,12 +183,10 @@ class ClaudeBackend:
         for extra in config.add_dirs:
             if not extra.expanduser().is_dir():
                 problems.append(f"claude.addDirs: {extra} does not exist")
-        if options.resolve_cli(config) is None:
-            where = f"at claude.cliPath {config.cli_path}" if config.cli_path else "(bundled)"
-            problems.append(
-                f"the Claude Code binary was not found {where}; install the claude extra "
-                "(pip install 'a2a-wrapper[claude]') or set claude.cliPath"
-            )
+        try:
+            options.resolve_cli(config)
+        except CliNotFoundError as exc:
+            problems.append(str(exc))
         env = {**os.environ, **config.env}
         if (
             config.permission_mode == "bypassPermissions"

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from core.backend import Diagnosis
+from core.backend.binaries import CliNotFoundError
 from core.backend.config.claude import ClaudeConfig
 from wrappers.claude.options import CONFIG_DIR_VARIABLE, agent_env, resolve_cli, working_directory
 
@@ -35,10 +36,10 @@ async def cli_version(cli: Path) -> str:
 
 
 async def binary(config: ClaudeConfig) -> Diagnosis:
-    cli = resolve_cli(config)
-    if cli is None:
-        where = f"claude.cliPath {config.cli_path}" if config.cli_path else "bundled or on PATH"
-        return Diagnosis("claude binary", ok=False, detail=f"not found ({where})")
+    try:
+        cli = resolve_cli(config)
+    except CliNotFoundError as exc:
+        return Diagnosis("claude binary", ok=False, detail=str(exc))
     try:
         version = await cli_version(cli)
     except (OSError, subprocess.CalledProcessError, TimeoutError) as exc:

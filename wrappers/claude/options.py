@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import shlex
-import shutil
 from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
 
+from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from core.backend.config.claude import ClaudeConfig
 from wrappers.claude.process import MARKER_VARIABLE
@@ -35,14 +35,18 @@ def bundled_cli() -> Path | None:
     return path if path.is_file() else None
 
 
-def resolve_cli(config: ClaudeConfig) -> Path | None:
-    """The binary the daemon runs: `cliPath`, else the bundled one, else `claude` on PATH (the
-    SDK's own order, made explicit so `check` reports what will run)."""
-    if config.cli_path is not None:
-        path = config.cli_path.expanduser()
-        return path if path.is_file() else None
-    on_path = shutil.which("claude")
-    return bundled_cli() or (Path(on_path) if on_path else None)
+_SOURCE = CliSource(
+    "the Claude Code binary",
+    "claude.cliPath",
+    "the claude extra (pip install 'a2a-wrapper[claude]', whose SDK wheel bundles it)",
+)
+
+
+def resolve_cli(config: ClaudeConfig) -> Path:
+    """The binary the daemon runs: `cliPath`, else the one bundled in the pinned SDK wheel, else
+    `claude` on PATH (the SDK's own order, made explicit so `check` reports what will run);
+    raises CliNotFoundError naming what was tried."""
+    return find_cli(config.cli_path, [bundled_cli()], "claude", _SOURCE)
 
 
 def working_directory(config: ClaudeConfig) -> Path:

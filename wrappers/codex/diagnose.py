@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 
 from core.backend import Diagnosis
+from core.backend.binaries import CliNotFoundError
 from core.backend.config.codex import CodexConfig
 from wrappers.codex.options import (
-    CodexNotFoundError,
     NotAGitRepositoryError,
     agent_environment,
     check_working_directory,
@@ -43,7 +43,7 @@ async def diagnose(config: CodexConfig, environ: Mapping[str, str]) -> list[Diag
 async def binary_check(config: CodexConfig, environ: Mapping[str, str]) -> Diagnosis:
     try:
         binary = codex_binary(config)
-    except CodexNotFoundError as exc:
+    except CliNotFoundError as exc:
         return Diagnosis("codex binary", False, str(exc))
     try:
         with anyio.fail_after(30):

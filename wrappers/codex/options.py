@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
+from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from core.backend.config.codex import CodexConfig
 
@@ -29,10 +29,6 @@ DAEMON_DEFAULTS: dict[str, JsonValue] = {
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-class CodexNotFoundError(FileNotFoundError):
-    """No codex binary: neither `cliPath`, nor the bundled one, nor one on PATH."""
-
-
 class NotAGitRepositoryError(ValueError):
     pass
 
@@ -46,23 +42,17 @@ class Launch:
     cwd: Path
 
 
+_SOURCE = CliSource(
+    "the codex binary",
+    "codex.cliPath",
+    "the codex extra (pip install 'a2a-wrapper[codex]', which brings openai-codex-cli-bin)",
+)
+
+
 def codex_binary(config: CodexConfig) -> Path:
-    """The codex executable: `cliPath`, else the one openai-codex-cli-bin ships, else PATH."""
-    if config.cli_path is not None:
-        path = config.cli_path.expanduser()
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise CodexNotFoundError(f"codex.cliPath {path} is not an executable file")
-        return path
-    bundled = _bundled_binary()
-    if bundled is not None:
-        return bundled
-    found = shutil.which("codex")
-    if found is None:
-        raise CodexNotFoundError(
-            "no codex binary: install the codex extra (pip install 'a2a-wrapper[codex]', "
-            "which brings openai-codex-cli-bin) or set codex.cliPath"
-        )
-    return Path(found)
+    """The codex executable: `cliPath`, else the one the pinned openai-codex-cli-bin ships, else
+    PATH; raises CliNotFoundError naming what was tried."""
+    return find_cli(config.cli_path, [_bundled_binary()], "codex", _SOURCE)
 
 
 def _bundled_binary() -> Path | None:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from core.backend import Diagnosis
+from core.backend.binaries import CliNotFoundError
 from core.backend.config.copilot import CopilotConfig
 from wrappers.copilot.runtime import PINNED_CLI_VERSION, child_env, find_cli
 
@@ -27,14 +28,10 @@ async def diagnose(config: CopilotConfig, environ: Mapping[str, str]) -> list[Di
 
 
 async def _binary(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosis:
-    cli = find_cli(config, environ)
-    if cli is None:
-        return Diagnosis(
-            "copilot CLI",
-            ok=False,
-            detail=f"not found: install @github/copilot@{PINNED_CLI_VERSION} from npm and set "
-            "copilot.cliPath (or COPILOT_CLI_PATH), or put `copilot` on PATH",
-        )
+    try:
+        cli = find_cli(config, environ)
+    except CliNotFoundError as exc:
+        return Diagnosis("copilot CLI", ok=False, detail=str(exc))
     try:
         with anyio.fail_after(30):
             done = await anyio.run_process(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
@@ -18,6 +17,8 @@ import structlog
 from anyio.abc import TaskGroup
 from copilot import CopilotClient, RuntimeConnection
 
+from core.backend import binaries
+from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource
 from core.backend.config.copilot import CopilotConfig
 
 log = structlog.get_logger(__name__)
@@ -31,24 +32,33 @@ class CopilotUnavailableError(RuntimeError):
     """The Copilot CLI cannot be started; the message says what to fix."""
 
 
-def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path | None:
-    """The CLI binary: `cliPath`, else `COPILOT_CLI_PATH`, else `copilot` on PATH.
+def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path:
+    """The CLI binary: `cliPath`, else `COPILOT_CLI_PATH` (the same override, as a variable),
+    else the pinned one `make` installs in .tools, else `copilot` on PATH. Raises
+    CliNotFoundError naming what was tried.
 
     The path is always handed to the SDK explicitly: without one it downloads a runtime.
     """
-    candidates = [
-        str(config.cli_path) if config.cli_path else None,
-        config.env.get("COPILOT_CLI_PATH") or environ.get("COPILOT_CLI_PATH"),
-    ]
-    for candidate in candidates:
-        if candidate:
-            path = Path(os.path.expanduser(candidate))
-            if path.is_file():
-                return path.absolute()
-            found = shutil.which(candidate)
-            return Path(found) if found else None
-    found = shutil.which("copilot", path=config.env.get("PATH") or environ.get("PATH"))
-    return Path(found) if found else None
+    variable = config.env.get("COPILOT_CLI_PATH") or environ.get("COPILOT_CLI_PATH")
+    cli_path: Path | None = config.cli_path
+    key = "copilot.cliPath"
+    if cli_path is None and variable:
+        cli_path, key = Path(variable), "COPILOT_CLI_PATH"
+    elif cli_path is None:
+        key = "copilot.cliPath (or COPILOT_CLI_PATH)"
+    # The platform package holds the native binary; `.bin/copilot` is a loader that needs Node.
+    pinned = sorted(PROJECT_TOOLS.glob("@github/copilot-*/copilot"))
+    return binaries.find_cli(
+        cli_path,
+        pinned,
+        "copilot",
+        CliSource(
+            "the copilot CLI",
+            key,
+            f"@github/copilot@{PINNED_CLI_VERSION} (`make` puts it in .tools)",
+        ),
+        search_path=config.env.get("PATH") or environ.get("PATH"),
+    )
 
 
 def child_env(config: CopilotConfig, environ: Mapping[str, str]) -> dict[str, str]:
@@ -129,13 +139,10 @@ class CopilotRuntime:
     async def _start(self) -> Child:
         if self._closing:
             raise CopilotUnavailableError("the Copilot backend is shutting down")
-        cli = find_cli(self._config, self._environ)
-        if cli is None:
-            raise CopilotUnavailableError(
-                "the copilot CLI was not found: install @github/copilot@"
-                f"{PINNED_CLI_VERSION} from npm and set copilot.cliPath (or COPILOT_CLI_PATH), "
-                "or put `copilot` on PATH"
-            )
+        try:
+            cli = find_cli(self._config, self._environ)
+        except CliNotFoundError as exc:
+            raise CopilotUnavailableError(str(exc)) from exc
         connection = RuntimeConnection.for_stdio(path=str(cli))
         connection.env = child_env(self._config, self._environ)
         byok = self._config.provider is not None

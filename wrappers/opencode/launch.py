@@ -9,17 +9,22 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.backend.binaries import (
+    PROJECT_TOOLS,
+    CliNotFoundError,
+    CliSource,
+    find_cli,
+    is_executable,
+)
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from core.backend.config.opencode import OpencodeConfig
 
-# Where `make` installs the pinned npm package (opencode-ai@1.18.33), relative to the checkout.
-TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
+PINNED_NPM = "opencode-ai@1.18.33"  # what `make` installs into .tools (Makefile: NPM_TOOLS)
 _MIN_BINARY_BYTES = 1_000_000  # without its postinstall, opencode-ai ships a 479-byte stub
 
 # Switches that keep OpenCode from reaching out on its own (docs/backends.md#opencode); `env`
@@ -45,29 +50,23 @@ class Launch:
     cwd: Path
 
 
-def candidates(cli_path: Path | None) -> list[Path]:
-    """Where the binary may be, best first: `cliPath`, the pinned npm install, `PATH`."""
-    if cli_path is not None:
-        return [cli_path.expanduser()]
-    found = [TOOLS / "opencode-ai" / "bin" / "opencode.exe"]
-    found += sorted(TOOLS.glob("opencode-*/bin/opencode"))
-    on_path = shutil.which("opencode")
-    if on_path:
-        found.append(Path(on_path))
-    return found
+def _usable(path: Path) -> bool:
+    # Without its postinstall, npm leaves a stub where the real binary goes.
+    if path.name == "opencode.exe" and path.is_file():
+        return is_executable(path) and path.stat().st_size >= _MIN_BINARY_BYTES
+    return is_executable(path)
 
 
 def find_binary(cli_path: Path | None) -> Path:
-    """The `opencode` binary to run; raises OpencodeUnavailableError naming where it looked."""
-    tried = candidates(cli_path)
-    for path in tried:
-        if path.is_file() and os.access(path, os.X_OK):
-            if path.name == "opencode.exe" and path.stat().st_size < _MIN_BINARY_BYTES:
-                continue  # the stub left when npm ran without scripts
-            return path
-    where = ", ".join(str(p) for p in tried) or "PATH"
-    hint = "set opencode.cliPath" if cli_path else "run `make` (npm opencode-ai@1.18.33)"
-    raise OpencodeUnavailableError(f"opencode binary not found (looked at {where}); {hint}")
+    """The `opencode` binary to run: `cliPath`, else the pinned npm install in .tools, else
+    PATH; raises OpencodeUnavailableError naming where it looked."""
+    pinned = [PROJECT_TOOLS / "opencode-ai" / "bin" / "opencode.exe"]
+    pinned += sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode"))
+    source = CliSource("the opencode binary", "opencode.cliPath", f"{PINNED_NPM} (`make`)")
+    try:
+        return find_cli(cli_path, pinned, "opencode", source, usable=_usable)
+    except CliNotFoundError as exc:
+        raise OpencodeUnavailableError(str(exc)) from exc
 
 
 def xdg_env(home: Path) -> dict[str, str]:

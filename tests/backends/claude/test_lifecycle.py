@@ -135,7 +135,8 @@ async def test_the_daemon_refuses_to_start_without_its_working_directory(
 async def test_start_refuses_a_binary_that_is_not_there(claude_env: ClaudeEnv) -> None:
     settings = claude_env.settings(claude={"cliPath": str(claude_env.root / "no-claude")})
     with pytest.raises(
-        ClaudeStartError, match=r"Claude Code binary was not found at claude\.cliPath"
+        ClaudeStartError,
+        match=r"Claude Code binary was not found: claude\.cliPath .* is not an executable",
     ):
         await create(settings.claude).start()
 

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from core.backend import DataContent, FileContent, TextContent, Turn
+from core.backend.binaries import CliNotFoundError
 from core.backend.config.copilot import CopilotConfig
 from core.settings import ConfigError, load
+from tests.backends.copilot.conftest import BUNDLED_CLI
 from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
 from wrappers.copilot.prompt import build_message
@@ -75,9 +77,9 @@ def test_the_shipped_config_is_valid(repo_root: Path) -> None:
 
     assert settings.backend == "copilot"
     assert settings.copilot.github_token is None  # taken from COPILOT_GITHUB_TOKEN when set
-    assert settings.copilot.cli_path == Path(
-        ".tools/node_modules/@github/copilot-linux-x64/copilot"
-    )
+    # No cliPath: COPILOT_CLI_PATH when set, else the pinned CLI `make` installs in .tools.
+    assert settings.copilot.cli_path is None
+    assert find_cli(settings.copilot, {}) == BUNDLED_CLI
 
 
 def test_offline_puts_the_provider_and_model_into_the_cli_environment(tmp_path: Path) -> None:
@@ -102,19 +104,39 @@ def test_without_offline_the_provider_stays_per_session() -> None:
     assert "COPILOT_HOME" not in env  # the user's own ~/.copilot: `copilot --resume` works
 
 
-def test_the_cli_is_the_configured_path_then_the_environment_then_path(tmp_path: Path) -> None:
-    binary = tmp_path / "copilot"
-    binary.write_text("")
-    other = tmp_path / "bin"
-    other.mkdir()
-    (other / "copilot").write_text("")
-    (other / "copilot").chmod(0o755)
+def executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
 
-    assert find_cli(block(cliPath=str(binary)), {}) == binary
-    assert find_cli(block(), {"COPILOT_CLI_PATH": str(binary)}) == binary
-    assert find_cli(block(), {"PATH": str(other)}) == other / "copilot"
-    assert find_cli(block(cliPath=str(tmp_path / "missing")), {"PATH": str(other)}) is None
-    assert find_cli(block(), {"PATH": str(tmp_path / "empty")}) is None
+
+def test_without_cli_path_the_cli_is_the_pinned_install_in_tools(tmp_path: Path) -> None:
+    on_path = executable(tmp_path / "bin" / "copilot")
+
+    # Even with another `copilot` on PATH: the pinned install comes first.
+    assert find_cli(block(), {"PATH": str(on_path.parent)}) == BUNDLED_CLI
+    assert find_cli(block(), {"PATH": str(tmp_path / "empty")}) == BUNDLED_CLI
+
+
+def test_cli_path_then_copilot_cli_path_then_the_pinned_install(tmp_path: Path) -> None:
+    configured = executable(tmp_path / "configured" / "copilot")
+    variable = executable(tmp_path / "variable" / "copilot")
+    in_env_block = executable(tmp_path / "env-block" / "copilot")
+    environ = {"COPILOT_CLI_PATH": str(variable)}
+
+    assert find_cli(block(cliPath=str(configured)), environ) == configured
+    assert find_cli(block(), environ) == variable
+    assert find_cli(block(env={"COPILOT_CLI_PATH": str(in_env_block)}), environ) == in_env_block
+
+
+def test_a_broken_override_is_reported_and_never_falls_back(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+
+    with pytest.raises(CliNotFoundError, match=r"copilot\.cliPath .*missing is not an exec"):
+        find_cli(block(cliPath=str(missing)), {"COPILOT_CLI_PATH": str(BUNDLED_CLI)})
+    with pytest.raises(CliNotFoundError, match=r"COPILOT_CLI_PATH .*missing is not an exec"):
+        find_cli(block(), {"COPILOT_CLI_PATH": str(missing)})
 
 
 def test_session_options_carry_provider_prompt_mcp_and_the_policy(tmp_path: Path) -> None:

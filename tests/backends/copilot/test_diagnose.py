@@ -3,11 +3,14 @@ never a secret's value."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from core.backend.config.copilot import CopilotConfig
+from core.cli import main
+from tests.backends.copilot.conftest import BUNDLED_CLI
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.runtime import PINNED_CLI_VERSION
 
@@ -87,3 +90,27 @@ async def test_a_copilot_login_recorded_in_the_home_counts(tmp_path: Path) -> No
     assert credentials.ok
     assert "copilot login" in credentials.detail
     assert "octocat" not in credentials.detail
+
+
+def test_check_of_a_config_without_cli_path_finds_the_pinned_cli(
+    tmp_path: Path, copilot_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {
+        "backend": "copilot",
+        "copilot": {
+            "workingDirectory": str(tmp_path),
+            "home": str(tmp_path / "home"),
+            "env": {"XDG_CACHE_HOME": str(copilot_cache)},
+            "model": "local-model",
+            "provider": {"baseUrl": "http://127.0.0.1:9/v1", "apiKey": "k"},
+            "offline": True,
+        },
+    }
+    path = tmp_path / "copilot.json"
+    path.write_text(json.dumps(config))
+
+    code = main(["check", str(path)])
+
+    out = capsys.readouterr().out
+    assert f"  ok   copilot CLI: {BUNDLED_CLI}, version {PINNED_CLI_VERSION}\n" in out
+    assert code == 0, out

@@ -133,7 +133,7 @@ def test_without_home_opencode_uses_the_users_own_state() -> None:
 
 
 def test_a_missing_binary_is_reported_with_where_it_looked(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="opencode binary not found") as raised:
+    with pytest.raises(RuntimeError, match="the opencode binary was not found") as raised:
         find_binary(tmp_path / "nope")
     assert str(tmp_path / "nope") in str(raised.value)
 

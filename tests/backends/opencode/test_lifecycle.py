@@ -197,7 +197,7 @@ async def test_check_reports_binary_version_directory_and_credentials_without_va
     assert ok[2] == Diagnosis("credentials", True, "mock: apiKey in opencode.config")
     assert keyed[1].ok is False and "does not exist" in keyed[1].detail
     assert keyed[2] == Diagnosis("credentials", True, "anthropic: $ANTHROPIC_API_KEY is set")
-    assert missing[0].ok is False and "opencode binary not found" in missing[0].detail
+    assert missing[0].ok is False and "the opencode binary was not found" in missing[0].detail
     assert missing[2].ok is False
     assert "set ANTHROPIC_API_KEY" in missing[2].detail
     everything = json.dumps([d.detail for d in ok + keyed + missing])
