@@ -10,7 +10,6 @@ service: an interrupt that hangs past its bound is handled the same way.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -32,10 +31,10 @@ from core.wire.models import (
     Task,
 )
 from tests.support.daemon import Daemon
-from tests.support.faulty_backend import SECRET, FaultyBackend
+from tests.support.errors import ERROR_ID, SECRET
+from tests.support.faulty_backend import FaultyBackend
 
 V1 = {"A2A-Version": "1.0"}
-ERROR_ID = re.compile(r"\(error id ([0-9a-f]{12})\); the daemon log has the details\.")
 MakeDaemon = Callable[..., Daemon]
 WAIT = 20  # s: a deadline for what should take milliseconds
 
@@ -162,7 +161,7 @@ async def test_a_raising_interrupt_still_cancels_the_task(
         match = ERROR_ID.search(said)
         assert match, said
         error_id = match.group(1)
-        assert "sk-test" not in said
+        assert SECRET not in said
         assert seen[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
         with anyio.fail_after(10):
             await answered.wait()
@@ -178,7 +177,16 @@ async def test_a_raising_interrupt_still_cancels_the_task(
     assert daemon.stop() == 0
 
 
-@pytest.mark.parametrize("command", ["exit", "keyboard", "genexit"])
+RAISED = {
+    "exit": "SystemExit",
+    "keyboard": "KeyboardInterrupt",
+    "genexit": "GeneratorExit",
+    # An ordinary exception quoting a key: the caller gets the same sentence, never the text.
+    "leak": SECRET,
+}
+
+
+@pytest.mark.parametrize("command", list(RAISED))
 async def test_a_backend_raising_base_exception_fails_only_its_turn(
     daemons: MakeDaemon, command: str
 ) -> None:
@@ -197,6 +205,7 @@ async def test_a_backend_raising_base_exception_fails_only_its_turn(
         assert match, said
         error_id = match.group(1)
         assert said.startswith("The agent failed")
+        assert SECRET not in said
 
         # The other context's turn is still running, and the daemon serves new turns.
         still = await rpc("GetTask", {"id": other["id"]})
@@ -208,9 +217,7 @@ async def test_a_backend_raising_base_exception_fails_only_its_turn(
         assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
 
     entry = _logged(daemon, "turn.failed", error_id)
-    assert {"exit": "SystemExit", "keyboard": "KeyboardInterrupt", "genexit": "GeneratorExit"}[
-        command
-    ] in entry["exception"]
+    assert RAISED[command] in entry["exception"]
     assert daemon.stop() == 0
 
 

@@ -232,9 +232,11 @@ def new_error_id() -> str:
 
 
 def with_error_id(sentence: str, error_id: str) -> str:
-    """`sentence` plus where the details are: "... (error id X); the daemon log has the
-    details." (the one wording callers see, so they can quote the id to an operator)."""
-    return f"{sentence.rstrip(' .')} (error id {error_id}); the daemon log has the details."
+    """`sentence`, then where the details are: "... The daemon log has the details (error id
+    X)." (one wording everywhere, so a caller can quote the id to whoever runs the daemon)."""
+    sentence = sentence.strip()
+    stop = "" if sentence.endswith((".", "!", "?")) else "."
+    return f"{sentence}{stop} The daemon log has the details (error id {error_id})."
 
 
 def safe_failure(

@@ -17,10 +17,8 @@ from typing import Any
 import anyio
 
 from core.backend import BackendEvent, SessionBound, Turn
+from tests.support.errors import SECRET
 from tests.support.scripted import ScriptedBackend
-
-# Text no caller may see: it stands for an SDK error quoting a credential.
-SECRET = "upstream said: invalid api key sk-test-0123456789abcdef"  # noqa: S105 - a fake
 
 _RAISED: dict[str, type[BaseException]] = {
     "exit": SystemExit,
@@ -41,7 +39,7 @@ class FaultyBackend(ScriptedBackend):
         if command in _RAISED or command == "leak":
             yield SessionBound(turn.session_id or f"faulty-{turn.context_id}")
             if command == "leak":
-                raise RuntimeError(SECRET)
+                raise RuntimeError(f"upstream said: {SECRET}")
             raise _RAISED[command]
         async for event in super().run_turn(turn):
             yield event
@@ -50,7 +48,7 @@ class FaultyBackend(ScriptedBackend):
         await super().interrupt(turn)
         match self._interrupt:
             case "raise":
-                raise RuntimeError(SECRET)
+                raise RuntimeError(f"upstream said: {SECRET}")
             case "exit":
                 raise SystemExit(3)
             case "hang":

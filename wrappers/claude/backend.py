@@ -46,6 +46,7 @@ from core.backend import (
     Health,
     Progress,
     Turn,
+    safe_failure,
 )
 from core.backend.config.claude import ClaudeConfig
 from wrappers.claude import diagnose, options, process
@@ -279,7 +280,9 @@ class ClaudeBackend:
         try:
             warm, notes = await self._checkout(turn)
         except ClaudeStartError as exc:
-            yield Failed("unavailable", str(exc))
+            yield safe_failure(
+                "unavailable", "Claude Code is not available.", event="claude.unavailable", exc=exc
+            )
             return
         for note in notes:
             yield note
