@@ -306,8 +306,8 @@ class CodexBackend:
                 log.warning("codex.thread.resume_failed", thread_id=session_id, error=exc.message)
                 notes.append(
                     Progress(
-                        f"Codex could not resume session {session_id} ({exc.message}); "
-                        "this message starts a new one"
+                        f"Codex could not resume session {session_id}; this message starts a "
+                        "new one"
                     )
                 )
         with anyio.fail_after(REQUEST_TIMEOUT):

@@ -236,9 +236,8 @@ def _on_error(state: TurnState, params: Mapping[str, Any]) -> Mapped:
     failed `turn/completed`, which reports it."""
     error = params.get("error")
     if params.get("willRetry") and isinstance(error, dict):
-        return state, (
-            Progress(f"Model request failed, Codex retries: {error.get('message', '')}"),
-        )
+        # Not the error's text (it may quote the endpoint's body): a note is shown to the caller.
+        return state, (Progress("Model request failed; Codex retries it"),)
     return state, ()
 
 

@@ -232,7 +232,7 @@ def test_a_retried_model_error_is_progress() -> None:
 
     _, events = map_notification(TurnState("t"), "error", params)
 
-    assert events == (Progress("Model request failed, Codex retries: overloaded"),)
+    assert events == (Progress("Model request failed; Codex retries it"),)
 
 
 def test_a_warning_during_the_turn_is_progress() -> None:
