@@ -256,7 +256,11 @@ def safe_failure(
     message is `sentence` carrying that id. Never put the raw text into `sentence`.
     """
     error_id = new_error_id()
-    _log.error(event, error_id=error_id, detail=detail, exc_info=exc, **context)
+    if detail is not None:
+        context["detail"] = detail
+    if exc is not None:
+        context["exc_info"] = exc
+    _log.error(event, error_id=error_id, **context)
     return Failed(kind, with_error_id(sentence, error_id))
 
 
