@@ -7,12 +7,14 @@ imports nothing else from `core`, so a backend never sees wire types or HTTP.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
+import structlog
 
 
 @dataclass(frozen=True)
@@ -201,12 +203,65 @@ class ApprovalRequest:
     reply: ApprovalReply = field(default_factory=ApprovalReply, compare=False)
 
 
+FailureKind = Literal["error", "rejected", "unavailable", "timeout"]
+
+
 @dataclass(frozen=True)
 class Failed:
-    """The turn failed. `kind="rejected"` means the agent refused the task."""
+    """The turn failed. `kind="rejected"` means the agent refused the task.
 
-    kind: Literal["error", "rejected", "unavailable", "timeout"]
+    Contract: `message` becomes the task's status message, shown to whoever sent the task, so
+    it is a sentence written for that caller (what happened, what to do). It never carries an
+    exception's text, an SDK's error string or an upstream response body: those may quote
+    credentials, prompts or paths. When such text is why the turn failed, build the event with
+    `safe_failure()`, which logs the raw text under an error id and puts the id in the message.
+    A reason the wrapper itself wrote for the caller (a deadline, a refused permission, "the
+    agent process exited") is used as it is.
+    """
+
+    kind: FailureKind
     message: str
+
+
+_log = structlog.get_logger(__name__)
+
+
+def new_error_id() -> str:
+    """An opaque id tying what a caller sees to the log line that holds the details."""
+    return uuid.uuid4().hex[:12]
+
+
+def with_error_id(sentence: str, error_id: str) -> str:
+    """`sentence`, then where the details are: "... The daemon log has the details (error id
+    X)." (one wording everywhere, so a caller can quote the id to whoever runs the daemon)."""
+    sentence = sentence.strip()
+    stop = "" if sentence.endswith((".", "!", "?")) else "."
+    return f"{sentence}{stop} The daemon log has the details (error id {error_id})."
+
+
+def safe_failure(
+    kind: FailureKind,
+    sentence: str,
+    *,
+    event: str,
+    exc: BaseException | None = None,
+    detail: str | None = None,
+    **context: Any,
+) -> Failed:
+    """A Failed event that is safe to show the caller, for a failure caused by foreign text.
+
+    `sentence` is written for the caller ("OpenCode refused the prompt."); the raw text (the
+    traceback and text of `exc`, and/or `detail`: an upstream error body, an agent's own error
+    words) is logged at error level as `event` with a fresh `error_id` and `context`; the
+    message is `sentence` carrying that id. Never put the raw text into `sentence`.
+    """
+    error_id = new_error_id()
+    if detail is not None:
+        context["detail"] = detail
+    if exc is not None:
+        context["exc_info"] = exc
+    _log.error(event, error_id=error_id, **context)
+    return Failed(kind, with_error_id(sentence, error_id))
 
 
 BackendEvent = (

@@ -36,9 +36,11 @@ from core.backend import (
     ToolResult,
     Turn,
     Usage,
+    new_error_id,
 )
 from core.tasks.approvals import question
 from core.tasks.content import content_to_part
+from core.tasks.guard import backend_call
 from core.tasks.run import TaskRun, agent_message
 from core.wire.enums import Role, TaskState
 from core.wire.models import Artifact, Message, Part, StreamResponse
@@ -84,7 +86,8 @@ async def _next_event(events: AsyncIterator[BackendEvent], idle: float) -> Backe
     """The next event, None at the end of the turn; IdleTimeoutError after `idle` s of silence."""
     with anyio.move_on_after(idle) as scope:
         try:
-            return await anext(events)
+            with backend_call("run_turn"):
+                return await anext(events)
         except StopAsyncIteration:
             return None
     if scope.cancelled_caught:
@@ -103,8 +106,10 @@ class TurnRunner:
         idle_timeout: float | None = None,
         approval_timeout: float | None = None,
         approval_on_timeout: Literal["deny", "fail"] = "deny",
+        close_timeout: float = 10.0,
     ) -> None:
         self._backend = backend
+        self._close_timeout = close_timeout
         self._approval_timeout = approval_timeout or math.inf
         self._approval_on_timeout = approval_on_timeout
         self._progress = progress
@@ -120,7 +125,8 @@ class TurnRunner:
         `on_session` is awaited with the id of every SessionBound event before anything else
         happens, so the mapping is stored even if the turn crashes later."""
         answer = _Answer()
-        events = self._backend.run_turn(turn)
+        with backend_call("run_turn"):
+            events = self._backend.run_turn(turn)
         try:
             while (event := await _next_event(events, self._idle)) is not None:
                 if isinstance(event, DirectReply) and run.first_turn and not run.announced:
@@ -141,11 +147,11 @@ class TurnRunner:
                 # The turn stopped while waiting: release the agent's permission callback.
                 pending.reply.answer(ApprovalAnswer("deny", "The turn was stopped."))
             # A turn that ends early closes the backend's generator now, not at GC time, so
-            # its own cleanup (processes, sessions) runs in order.
+            # its own cleanup (processes, sessions) runs in order; bounded, so a cleanup that
+            # hangs cannot keep the task from ending.
             close = getattr(events, "aclose", None)
             if close is not None:
-                with anyio.CancelScope(shield=True):
-                    await close()
+                await self._close(close)
         run.cause = None
         text = answer.text
         message = None
@@ -160,6 +166,15 @@ class TurnRunner:
         if text:
             message = agent_message(run.task, [Part(text=text)])
         await run.set_status(TaskState.COMPLETED, message)
+
+    async def _close(self, close: Callable[[], Awaitable[object]]) -> None:
+        """Close the backend's generator, bounded; a failure is logged, never raised (it would
+        replace what ends the turn, a cancellation included)."""
+        try:
+            with anyio.move_on_after(self._close_timeout, shield=True), backend_call("aclose"):
+                await close()
+        except Exception:
+            log.exception("turn.close_failed", error_id=new_error_id(), backend=self._backend.name)
 
     async def _chunk(self, run: TaskRun, answer: _Answer, text: str) -> None:
         """Stream mode: send the held chunk, hold this one (the last one carries lastChunk)."""
@@ -294,7 +309,8 @@ class TurnRunner:
         section = self._metadata(run)
         section["sessionId"] = session_id
         section.pop("resumeCommand", None)
-        command = self._backend.resume_command(session_id) if session_id else None
+        with backend_call("resume_command"):
+            command = self._backend.resume_command(session_id) if session_id else None
         if command:
             section["resumeCommand"] = command
 

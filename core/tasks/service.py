@@ -40,7 +40,7 @@ from core.tasks.runner import (
 from core.tasks.startup import BackendStartError, StorageStartError, failing_as
 from core.tasks.store import TaskQuery, TaskStore
 from core.tasks.streams import EventStream, apply_history_length
-from core.tasks.turns import TurnDriver
+from core.tasks.turns import TurnDriver, fail_crashed
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import (
@@ -122,6 +122,7 @@ class TaskService:
                 idle_timeout=idle_timeout,
                 approval_timeout=approval_timeout,
                 approval_on_timeout=approval_on_timeout,
+                close_timeout=cancel_timeout,
             ),
             self._sessions,
             hooks=hooks,
@@ -141,6 +142,9 @@ class TaskService:
         self._live: dict[str, TaskRun] = {}
         self._tg: TaskGroup | None = None
         self._cancel_timeout = cancel_timeout
+        # A stopped turn ends within this: closing the backend's generator and interrupt() are
+        # each bounded by the cancel timeout, so a wait this long ends on the final state.
+        self._stop_bound = 2 * cancel_timeout + 1
         self._shutdown_timeout = shutdown_timeout
         self._retention = retention
         self._sweep_interval = sweep_interval
@@ -267,7 +271,7 @@ class TaskService:
             if run.running and run.scope is not None:
                 run.stop_reason = SHUTDOWN_REASON
                 run.scope.cancel()
-        with anyio.move_on_after(self._cancel_timeout):
+        with anyio.move_on_after(self._stop_bound):
             for run in runs:
                 await run.finished.wait()
 
@@ -564,8 +568,8 @@ class TaskService:
                             run.queued_scope = None
                             if not run.task.status.state.terminal:
                                 await self._driver.run(run, turn)
-        except Exception:
-            log.exception("turn.crashed", task_id=run.task.id, context_id=run.task.context_id)
+        except Exception:  # noqa: BLE001 - fail_crashed logs it with its traceback
+            await fail_crashed(run)
         finally:
             run.queued_scope = None
             if waiting:
@@ -589,7 +593,7 @@ class TaskService:
         if run is not None and run.running:
             if run.scope is not None:
                 run.scope.cancel()
-                with anyio.move_on_after(self._cancel_timeout):
+                with anyio.move_on_after(self._stop_bound):
                     await run.finished.wait()
             else:
                 # Still queued: it never starts, and its place goes to the next one at once.

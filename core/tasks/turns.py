@@ -5,15 +5,15 @@ session lease, the deadlines, and making sure the agent stopped when the turn wa
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import replace
 from datetime import timedelta
 
 import anyio
 import structlog
 
-from core.backend import Backend, Turn
+from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.sessions.manager import Lease, SessionManager
+from core.tasks.guard import backend_call
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.run import TaskRun, agent_message
 from core.tasks.runner import (
@@ -46,6 +46,24 @@ def idle_timeout_reason(seconds: float) -> str:
         f"The agent sent nothing for timeouts.idle ({seconds:g} s); it was stopped. "
         "Its model endpoint may be unreachable or stalled."
     )
+
+
+async def fail_crashed(run: TaskRun) -> None:
+    """A turn that crashed outside the backend's fence (a store, a hook) still ends its task,
+    so no waiter or subscriber waits for a state that will not come. Call it from the
+    `except` block: the traceback is logged under the error id the message carries."""
+    error_id = new_error_id()
+    log.exception(
+        "turn.crashed", error_id=error_id, task_id=run.task.id, context_id=run.task.context_id
+    )
+    if run.task.status.state.terminal or run.reply is not None:
+        return
+    text = with_error_id("The daemon failed while running this task", error_id)
+    with anyio.CancelScope(shield=True):
+        try:
+            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+        except Exception:
+            log.exception("turn.crash_not_recorded", error_id=error_id, task_id=run.task.id)
 
 
 class TurnDriver:
@@ -107,12 +125,12 @@ class TurnDriver:
             log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
             run.stop_reason = run.stop_reason or timed_out
         if scope.cancelled_caught or timed_out is not None:
-            # The consumer is gone; now make sure the agent itself stops.
-            with anyio.move_on_after(self._cancel_timeout, shield=True):
-                if started is not None:
-                    await self._backend.interrupt(started)
-                if not run.task.status.state.terminal:
-                    await self._finish_stopped(run)
+            # The consumer is gone; now make sure the agent itself stops. Whatever interrupt()
+            # does, the task ends and the lane is freed for the context's next turn.
+            error_id = await self._interrupt(run, started) if started is not None else None
+            if not run.task.status.state.terminal:
+                with anyio.CancelScope(shield=True):
+                    await self._finish_stopped(run, error_id)
 
     def _task_session(self, run: TaskRun) -> str | None:
         wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
@@ -140,22 +158,48 @@ class TurnDriver:
         except ApprovalTimeoutError:
             return APPROVAL_TIMEOUT_REASON
         except Exception as exc:
-            error_id = uuid.uuid4().hex[:12]
+            error_id = new_error_id()
             log.exception(
                 "turn.failed", error_id=error_id, task_id=run.task.id, backend=self._backend.name
             )
-            detail = f": {type(exc).__name__}: {exc}" if self._debug_errors else ""
-            text = f"The agent failed (error id {error_id}){detail}"
+            text = with_error_id("The agent failed", error_id)
+            if self._debug_errors:
+                text += f" {type(exc).__name__}: {exc}"
             await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
             return None
         if deadline.cancelled_caught:
             return turn_timeout_reason(self._turn_timeout or 0)
         return None
 
-    async def _finish_stopped(self, run: TaskRun) -> None:
+    async def _interrupt(self, run: TaskRun, turn: Turn) -> str | None:
+        """Stop the agent, bounded by the cancel timeout. An interrupt that raises or does not
+        return in time is logged under an error id, which is returned (the agent may still be
+        running); None when it stopped."""
+        error_id = new_error_id()
+        where = {"error_id": error_id, "task_id": run.task.id, "backend": self._backend.name}
+        with anyio.move_on_after(self._cancel_timeout, shield=True) as bound:
+            try:
+                with backend_call("interrupt"):
+                    await self._backend.interrupt(turn)
+            except Exception:
+                log.exception("turn.interrupt_failed", **where)
+                return error_id
+        if bound.cancelled_caught:
+            log.error("turn.interrupt_timed_out", seconds=self._cancel_timeout, **where)
+            return error_id
+        return None
+
+    async def _finish_stopped(self, run: TaskRun, error_id: str | None) -> None:
+        """CANCELED (a cancel) or FAILED with the stop reason (deadline, shutdown); with
+        `error_id`, the message says the agent did not confirm it stopped."""
+        unconfirmed = (
+            with_error_id("The agent did not confirm that it stopped", error_id)
+            if error_id is not None
+            else None
+        )
         if run.stop_reason is None:
-            await run.set_status(TaskState.CANCELED)
+            message = agent_message(run.task, [Part(text=unconfirmed)]) if unconfirmed else None
+            await run.set_status(TaskState.CANCELED, message)
         else:
-            await run.set_status(
-                TaskState.FAILED, agent_message(run.task, [Part(text=run.stop_reason)])
-            )
+            text = f"{run.stop_reason} {unconfirmed}" if unconfirmed else run.stop_reason
+            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))

@@ -46,6 +46,7 @@ from core.backend import (
     Health,
     Progress,
     Turn,
+    safe_failure,
 )
 from core.backend.binaries import CliNotFoundError
 from core.backend.config.claude import ClaudeConfig
@@ -278,7 +279,9 @@ class ClaudeBackend:
         try:
             warm, notes = await self._checkout(turn)
         except ClaudeStartError as exc:
-            yield Failed("unavailable", str(exc))
+            yield safe_failure(
+                "unavailable", "Claude Code is not available.", event="claude.unavailable", exc=exc
+            )
             return
         for note in notes:
             yield note

@@ -53,6 +53,7 @@ from core.backend import (
     ToolCall,
     ToolResult,
     Usage,
+    safe_failure,
 )
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -239,7 +240,7 @@ def _result(state: TurnState, result: ResultMessage) -> tuple[TurnState, list[Ba
     )
     failed = result.is_error or result.subtype != "success"
     if failed:
-        events.append(Failed("error", failure_message(result)))
+        events.append(failure(result))
     elif not state.text_sent and result.result:
         events.append(TextDelta(result.result))
     final = dataclasses.replace(state, result=result, cost_total=total, text_sent=True)
@@ -280,8 +281,26 @@ _CONTEXT_FULL = (
 )
 
 
+def failure(result: ResultMessage) -> Failed:
+    """The Failed event for a result that ended the turn in error. Claude Code's own words
+    (which may quote the endpoint's response) go to the log under the message's error id; a
+    reason that needs no words of theirs (a limit reached, an interrupt) is shown as it is."""
+    if result.subtype in _SUBTYPE_ADVICE:
+        return Failed("error", _SUBTYPE_ADVICE[result.subtype])
+    if result.terminal_reason in ("aborted_streaming", "aborted_tools"):
+        return Failed("error", _INTERRUPTED)
+    return safe_failure(
+        "error",
+        failure_message(result),
+        event="claude.turn.failed",
+        detail=_detail(result),
+        api_error_status=result.api_error_status,
+    )
+
+
 def failure_message(result: ResultMessage) -> str:
-    """A message a caller can act on, for a result that ended the turn in error."""
+    """A sentence a caller can act on, for a result that ended the turn in error (without
+    Claude Code's own words: see `failure`)."""
     if result.subtype in _SUBTYPE_ADVICE:
         return _SUBTYPE_ADVICE[result.subtype]
     if result.terminal_reason in ("aborted_streaming", "aborted_tools"):
@@ -306,7 +325,7 @@ def failure_message(result: ResultMessage) -> str:
         advice = f"The model endpoint answered HTTP {status}."
     else:
         advice = "Claude Code could not finish the turn."
-    return f"{advice} Claude Code said: {detail}" if detail else advice
+    return advice
 
 
 def _detail(result: ResultMessage) -> str:

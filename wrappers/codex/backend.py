@@ -33,11 +33,13 @@ from core.backend import (
     BackendEvent,
     Diagnosis,
     Failed,
+    FailureKind,
     Health,
     Progress,
     SessionBound,
     TextContent,
     Turn,
+    safe_failure,
 )
 from core.backend.config.codex import CodexConfig
 from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
@@ -183,13 +185,17 @@ class CodexBackend:
             server = await self._ensure_server()
             thread, notes = await self._open_thread(server, turn.session_id)
         except AppServerExitedError as exc:
-            yield Failed("unavailable", _server_gone(str(exc)))
+            yield _server_gone("unavailable", str(exc))
             return
         except CodexStartError as exc:
-            yield Failed("unavailable", f"Codex is not available: {exc}")
+            yield safe_failure(
+                "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
+            )
             return
         except (AppServerError, TimeoutError) as exc:
-            yield Failed("error", f"Codex could not open a thread: {exc}")
+            yield safe_failure(
+                "error", "Codex could not open a thread.", event="codex.thread.failed", exc=exc
+            )
             return
         active: _ActiveTurn | None = None
         try:
@@ -228,7 +234,7 @@ class CodexBackend:
                         active.finished = True
                         return
                 active.finished = True
-                yield Failed("error", _server_gone(server.exit_reason))
+                yield _server_gone("error", server.exit_reason)
         finally:
             if active is None or active.finished:
                 self._active.pop(turn.task_id, None)
@@ -300,8 +306,8 @@ class CodexBackend:
                 log.warning("codex.thread.resume_failed", thread_id=session_id, error=exc.message)
                 notes.append(
                     Progress(
-                        f"Codex could not resume session {session_id} ({exc.message}); "
-                        "this message starts a new one"
+                        f"Codex could not resume session {session_id}; this message starts a "
+                        "new one"
                     )
                 )
         with anyio.fail_after(REQUEST_TIMEOUT):
@@ -470,16 +476,20 @@ class CodexBackend:
         return command
 
 
-def _server_gone(reason: str) -> str:
-    return (
-        f"The Codex app-server stopped during the turn ({reason}). The next message starts a "
-        "new one and continues this conversation."
+def _server_gone(kind: FailureKind, reason: str) -> Failed:
+    # The reason quotes the app-server's last stderr line: for the log only.
+    return safe_failure(
+        kind,
+        "The Codex app-server stopped during the turn. The next message starts a new one and "
+        "continues this conversation.",
+        event="codex.app_server.gone",
+        detail=reason,
     )
 
 
 def _turn_refused(exc: Exception) -> Failed:
     if isinstance(exc, AppServerExitedError):
-        return Failed("unavailable", _server_gone(str(exc)))
+        return _server_gone("unavailable", str(exc))
     if isinstance(exc, TimeoutError):
         return Failed("error", "Codex did not start the turn in time.")
-    return Failed("error", f"Codex refused the turn: {exc}")
+    return safe_failure("error", "Codex refused the turn.", event="codex.turn.refused", exc=exc)

@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from core.backend import (
     ToolCall,
     ToolResult,
     Usage,
+    safe_failure,
 )
 
 MESSAGE_SEPARATOR = "\n\n"
@@ -234,9 +236,8 @@ def _on_error(state: TurnState, params: Mapping[str, Any]) -> Mapped:
     failed `turn/completed`, which reports it."""
     error = params.get("error")
     if params.get("willRetry") and isinstance(error, dict):
-        return state, (
-            Progress(f"Model request failed, Codex retries: {error.get('message', '')}"),
-        )
+        # Not the error's text (it may quote the endpoint's body): a note is shown to the caller.
+        return state, (Progress("Model request failed; Codex retries it"),)
     return state, ()
 
 
@@ -271,7 +272,16 @@ def _completed(state: TurnState, turn: dict[str, Any]) -> tuple[BackendEvent, ..
     status = turn.get("status")
     if status == "failed":
         error = turn.get("error")
-        events.append(Failed("error", describe_error(error if isinstance(error, dict) else {})))
+        error = error if isinstance(error, dict) else {}
+        events.append(
+            safe_failure(
+                "error",
+                describe_error(error),
+                event="codex.turn.failed",
+                detail=str(error.get("message") or ""),
+                codex_error_info=error.get("codexErrorInfo"),
+            )
+        )
     elif status == "interrupted":
         events.append(Failed("error", "Codex interrupted the turn before it finished."))
     return tuple(events)
@@ -288,51 +298,57 @@ def http_status(info: Any) -> int | None:
 
 
 def describe_error(error: Mapping[str, Any]) -> str:
-    """A failed turn's error as a message the caller can act on."""
-    message = str(error.get("message") or "unknown error").strip()
+    """A failed turn's error as a sentence the caller can act on. Codex's own words are not in
+    it (they may quote the endpoint's response body): the caller logs them under an error id."""
+    message = str(error.get("message") or "").strip()
     info = error.get("codexErrorInfo")
     kind = info if isinstance(info, str) else None
     status = http_status(info)
     if message.startswith("Missing environment variable"):
+        # A variable's name is not a secret, and it is what the operator must set.
+        name = _ENV_NAME.search(message)
+        variable = f" {name.group(0)}" if name else ""
         return (
-            f"Codex has no API key: {message} Set it in the daemon's environment or in codex.env."
+            f"Codex has no API key: the environment variable{variable} is not set. Set it in "
+            "the daemon's environment or in codex.env."
         )
     if kind == "unauthorized" or status in (401, 403):
-        hint = (
-            "Check the API key Codex sends (OPENAI_API_KEY, or the env_key of the configured "
-            "model provider) or run `codex login`."
-        )
         return (
-            f"The model endpoint refused the credentials (HTTP {status or 401}): {message}. {hint}"
+            f"The model endpoint refused the credentials (HTTP {status or 401}). Check the API "
+            "key Codex sends (OPENAI_API_KEY, or the env_key of the configured model provider) "
+            "or run `codex login`."
         )
     for matches, template in _ERROR_RULES:
         if matches(kind, status):
-            return template.format(message=message, http=f" (HTTP {status})" if status else "")
-    return f"Codex failed: {message}"
+            return template.format(http=f" (HTTP {status})" if status else "")
+    return "Codex could not finish the turn."
+
+
+_ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 
 
 _ERROR_RULES: list[tuple[Callable[[str | None, int | None], bool], str]] = [
     (
         lambda kind, _: kind == "usageLimitExceeded",
-        "The account's usage limit or quota is used up: {message}",
+        "The account's usage limit or quota is used up.",
     ),
     (
         lambda kind, status: kind == "rateLimitExceeded" or status == 429,
-        "The model endpoint is rate limiting requests{http}: {message}. Retry later.",
+        "The model endpoint is rate limiting requests{http}. Retry later.",
     ),
     (
         lambda kind, _: kind == "contextWindowExceeded",
-        "The conversation no longer fits the model's context window: {message}. "
+        "The conversation no longer fits the model's context window. "
         "Start a new conversation (a new contextId).",
     ),
     (
         lambda kind, status: (
             kind in ("internalServerError", "serverOverloaded") or (status or 0) >= 500
         ),
-        "The model endpoint failed{http}: {message}. Retry later.",
+        "The model endpoint failed{http}. Retry later.",
     ),
     (
         lambda kind, status: kind == "badRequest" or status is not None,
-        "The model endpoint rejected the request{http}: {message}",
+        "The model endpoint rejected the request{http}.",
     ),
 ]

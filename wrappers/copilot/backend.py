@@ -24,6 +24,7 @@ from core.backend import (
     Progress,
     SessionBound,
     Turn,
+    safe_failure,
 )
 from core.backend.config.copilot import CopilotConfig
 from wrappers.copilot.diagnose import diagnose
@@ -140,7 +141,12 @@ class CopilotBackend:
         try:
             warm = await self._acquire(session_id, resume=turn.session_id is not None)
         except CopilotUnavailableError as exc:
-            yield Failed("unavailable", str(exc))
+            yield safe_failure(
+                "unavailable",
+                "The Copilot CLI is not available.",
+                event="copilot.unavailable",
+                exc=exc,
+            )
             return
         if warm.session_id != session_id:
             yield SessionBound(warm.session_id)
@@ -182,8 +188,12 @@ class CopilotBackend:
             except Exception as exc:  # noqa: BLE001 - any refusal fails this turn, with its reason
                 if not warm.child.alive:
                     return Failed("error", _exited_message(warm.child.returncode))
-                log.warning("copilot.send_failed", error=str(exc))
-                return Failed("error", f"The Copilot CLI refused the message: {exc}")
+                return safe_failure(
+                    "error",
+                    "The Copilot CLI refused the message.",
+                    event="copilot.send_failed",
+                    exc=exc,
+                )
             active.sent = True
         return None
 

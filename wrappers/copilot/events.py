@@ -43,6 +43,7 @@ from core.backend import (
     ToolCall,
     ToolResult,
     Usage,
+    safe_failure,
 )
 
 MESSAGE_SEPARATOR = "\n\n"
@@ -91,11 +92,19 @@ def map_event(state: TurnState, event: SessionEvent) -> Step:
             emitted = (ToolCall(call_id, name, arguments),)
         case ToolExecutionCompleteData() as done:
             emitted = _tool_done(done)
-        case AssistantTurnRetryData(reason=reason):
-            why = f" ({reason})" if reason else ""
-            emitted = (Progress(f"The model call failed{why}; Copilot retries it"),)
+        case AssistantTurnRetryData():
+            # Not the reason's text: a progress note is shown to the caller too.
+            emitted = (Progress("The model call failed; Copilot retries it"),)
         case SessionErrorData() as error:
-            state = replace(state, error=Failed("error", describe_error(error)))
+            failed = safe_failure(
+                "error",
+                describe_error(error),
+                event="copilot.turn.failed",
+                detail=error.message,
+                status=error.status_code,
+                error_type=error.error_type,
+            )
+            state = replace(state, error=failed)
         case SessionIdleData(aborted=aborted):
             state, emitted = _idle(state, aborted=bool(aborted))
     return state, emitted
@@ -154,10 +163,10 @@ _MISSING_LOGIN = ("no github oauth token", "no authentication information", "not
 
 
 def describe_error(error: SessionErrorData) -> str:
-    """A message a caller can act on (never the stack trace the event may carry)."""
+    """A sentence a caller can act on. Copilot's own words (which may quote the endpoint's
+    response) and the stack the event may carry are not in it: they go to the log."""
     status = error.status_code
     detail = error.message.strip()
-    said = f"Copilot said: {detail}"
     kind = (error.error_type or "").lower()
     lowered = detail.lower()
     if any(marker in lowered for marker in _MISSING_LOGIN):
@@ -186,5 +195,5 @@ def describe_error(error: SessionErrorData) -> str:
     elif status is not None:
         advice = f"The model endpoint refused the request (HTTP {status})."
     else:
-        return f"The Copilot agent failed: {detail}"
-    return f"{advice} {said}"
+        advice = "The Copilot agent failed."
+    return advice

@@ -21,12 +21,12 @@ from core.backend import (
     Content,
     DataContent,
     Diagnosis,
-    Failed,
     FileContent,
     Health,
     SessionBound,
     TextContent,
     Turn,
+    safe_failure,
 )
 from core.backend.config.opencode import OpencodeConfig
 from wrappers.opencode import diagnose as diagnostics
@@ -137,7 +137,9 @@ class OpencodeBackend:
             client = await self._server.wait_ready(READY_TIMEOUT)
             session_id = await self._session_for(client, turn)
         except (*_HTTP_ERRORS, OpencodeUnavailableError) as exc:
-            yield Failed("unavailable", f"OpenCode is not available: {exc}")
+            yield safe_failure(
+                "unavailable", "OpenCode is not available.", event="opencode.unavailable", exc=exc
+            )
             return
         yield SessionBound(session_id)
         message_id = new_message_id()
@@ -165,7 +167,13 @@ class OpencodeBackend:
                     )
             except _HTTP_ERRORS as exc:
                 ended = True
-                yield Failed("error", f"OpenCode refused the prompt: {exc}")
+                # The error quotes up to 300 characters of OpenCode's response body.
+                yield safe_failure(
+                    "error",
+                    "OpenCode refused the prompt.",
+                    event="opencode.prompt.refused",
+                    exc=exc,
+                )
                 return
             async with aclosing(self._follow(active)) as events:
                 async for event in events:
@@ -176,7 +184,7 @@ class OpencodeBackend:
             if usage is not None:
                 yield usage
             if lost is not None:
-                yield Failed("error", lost)
+                yield lost
         finally:
             if ended:
                 self._forget(turn.task_id)
@@ -190,7 +198,13 @@ class OpencodeBackend:
             if item is None:
                 return  # an idle came before the last message was final; it will not come
             if isinstance(item, Lost):
-                mapper.failure = item.reason
+                mapper.failure = safe_failure(
+                    "error",
+                    "The OpenCode server stopped during this turn; the next turn uses a restarted "
+                    "server and the same session.",
+                    event="opencode.turn.lost",
+                    detail=item.reason,
+                )
                 return
             step = mapper.feed(item)
             for event in step.events:

@@ -14,12 +14,14 @@ aborted or failed message is finalised and another after).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
+    Failed,
     FileChange,
     Progress,
     Reasoning,
@@ -27,6 +29,7 @@ from core.backend import (
     ToolCall,
     ToolResult,
     Usage,
+    safe_failure,
 )
 
 _WRITE_TOOLS = {"write"}
@@ -111,7 +114,8 @@ class TurnMapper:
         self.started = False  # our user message was seen
         self.idle_seen = False
         self.done = False
-        self.failure: str | None = None
+        # Set once the turn is known to have failed; the backend yields it at the end.
+        self.failure: Failed | None = None
         self._assistants: dict[str, _Assistant] = {}
         self._parts: dict[str, _Part] = {}
         self._any_text = False
@@ -281,17 +285,33 @@ class TurnMapper:
         message = str(status.get("message") or "model error")
         if self.max_retries is not None and attempt > self.max_retries and not self._aborting:
             self._aborting = True
-            self.failure = (
-                f"The model endpoint keeps failing ({message}); gave up after "
-                f"{attempt} attempts. Check the provider (opencode.config) and try again."
+            self.failure = safe_failure(
+                "error",
+                f"The model endpoint keeps failing; gave up after {attempt} attempts. Check the "
+                "provider (opencode.config) and try again.",
+                event="opencode.turn.gave_up",
+                detail=message,
             )
-            step.actions.append(AbortTurn(self.failure))
+            step.actions.append(AbortTurn(self.failure.message))
             return
-        step.events.append(Progress(f"Model call failed ({message}); OpenCode retries it"))
+        # Not the error's text: a progress note is shown to the caller too.
+        step.events.append(Progress(f"Model call failed (attempt {attempt}); OpenCode retries it"))
 
     def _error(self, error: Any) -> None:
         if self.failure is None and isinstance(error, dict):
-            self.failure = describe_error(error)
+            data = _dict(error.get("data"))
+            if error.get("name") in _FIXED_MESSAGES:
+                # Written for the caller, and nothing more to tell: no error id.
+                self.failure = Failed("error", describe_error(error))
+                return
+            self.failure = safe_failure(
+                "error",
+                describe_error(error),
+                event="opencode.turn.failed",
+                detail=str(data.get("message") or ""),
+                name=error.get("name"),
+                status=data.get("statusCode"),
+            )
 
 
 _FILE_PERMISSIONS = {"edit", "write", "read", "external_directory", "list", "glob", "grep"}
@@ -343,24 +363,33 @@ def _file_changes(tool: str, state: dict[str, Any]) -> list[BackendEvent]:
 
 
 def describe_error(error: dict[str, Any]) -> str:
-    """An OpenCode error (`{name, data}`) as a message a caller can act on (no stack)."""
+    """An OpenCode error (`{name, data}`) as a sentence a caller can act on. The error's own
+    message is not in it (an APIError's quotes the endpoint's response body): the mapper logs
+    it under the error id the Failed carries."""
     name = str(error.get("name") or "UnknownError")
     data = _dict(error.get("data"))
-    detail = str(data.get("message") or "").strip()
     status = data.get("statusCode")
     if name == "APIError":
-        return _api_error(status, detail)
+        return _api_error(status)
     if name == "ProviderAuthError":
-        provider = data.get("providerID") or "the model provider"
+        provider = _name(data.get("providerID"), "the model provider")
         return (
-            f"Missing or invalid credentials for {provider}: {detail}. Set its API key "
+            f"Missing or invalid credentials for {provider}. Set its API key "
             "(opencode.env or the provider's apiKey in opencode.config) or run "
             "`opencode auth login`."
         )
     fixed = _FIXED_MESSAGES.get(name)
     if fixed is not None:
-        return f"{fixed} {detail}".strip() if name == "ContextOverflowError" else fixed
-    return f"OpenCode failed: {name}: {detail}" if detail else f"OpenCode failed: {name}"
+        return fixed
+    return f"OpenCode failed ({_name(name, 'UnknownError')})."
+
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _name(value: Any, otherwise: str) -> str:
+    """An identifier the agent sent (a provider id, an error name), shown only if it is one."""
+    return value if isinstance(value, str) and _NAME.fullmatch(value) else otherwise
 
 
 _FIXED_MESSAGES = {
@@ -371,13 +400,13 @@ _FIXED_MESSAGES = {
 }
 
 
-def _api_error(status: Any, detail: str) -> str:
+def _api_error(status: Any) -> str:
     if status in (401, 403):
         return (
-            f"The model endpoint refused the credentials (HTTP {status}: {detail}). Check the "
-            "API key in opencode.env or the provider's apiKey in opencode.config."
+            f"The model endpoint refused the credentials (HTTP {status}). Check the API key in "
+            "opencode.env or the provider's apiKey in opencode.config."
         )
     if status == 429:
-        return f"The model endpoint is rate limiting or out of quota (HTTP 429: {detail})."
-    shown = f"HTTP {status}: {detail}" if status else detail
-    return f"The model endpoint returned an error ({shown})."
+        return "The model endpoint is rate limiting or out of quota (HTTP 429)."
+    shown = f" (HTTP {status})" if isinstance(status, int) else ""
+    return f"The model endpoint returned an error{shown}."

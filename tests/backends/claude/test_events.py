@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, TextBlock
+from structlog.testing import capture_logs
 
 from core.backend import (
     Failed,
@@ -20,6 +21,7 @@ from core.backend import (
     Usage,
 )
 from tests.backends.claude.recorded import frames, messages, replay, result_of, text_of
+from tests.support.errors import SECRET, assert_logged_safely
 from wrappers.claude.events import TurnState, failure_message, map_message
 
 ALL = [
@@ -192,11 +194,38 @@ def _result(**fields: Any) -> ResultMessage:
             "no credentials for the model endpoint: set ANTHROPIC_API_KEY",
         ),
         ({"subtype": "error_max_budget_usd", "errors": ["budget"]}, "claude.maxBudgetUsd"),
-        ({"subtype": "error_during_execution", "errors": ["boom"]}, "Claude Code said: boom"),
+        (
+            {"subtype": "error_during_execution", "errors": ["boom"]},
+            "Claude Code could not finish the turn.",
+        ),
     ],
 )
 def test_failure_messages(fields: dict[str, Any], expected: str) -> None:
     assert expected in failure_message(_result(**fields))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"api_error_status": 401, "result": f"API Error: 401 {SECRET}"},
+        {"api_error_status": 500, "result": f"API Error: 500 {SECRET}"},
+        {"subtype": "error_during_execution", "errors": [SECRET]},
+    ],
+)
+def test_claude_code_s_words_reach_the_log_not_the_caller(fields: dict[str, Any]) -> None:
+    with capture_logs() as logs:
+        _, events = map_message(TurnState(), _result(**fields))
+
+    failed = events[-1]
+    assert isinstance(failed, Failed)
+    entry = assert_logged_safely(failed.message, logs)
+    assert entry["event"] == "claude.turn.failed"
+
+
+def test_a_limit_reached_is_said_as_it_is() -> None:
+    _, events = map_message(TurnState(), _result(subtype="error_max_turns"))
+
+    assert events[-1] == Failed("error", failure_message(_result(subtype="error_max_turns")))
 
 
 def test_subagent_traffic_is_not_the_answer() -> None:

@@ -13,11 +13,13 @@ from typing import Any
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from core.backend import BackendEvent, Failed, Progress, SessionBound, TextDelta
 from core.backend.config.codex import CodexConfig
 from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
+from tests.support.errors import assert_logged_safely
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from wrappers.codex.backend import CodexBackend, CodexStartError
 from wrappers.codex.options import codex_binary
@@ -193,15 +195,17 @@ async def test_a_crashed_app_server_fails_its_turn_and_the_next_turn_starts_a_ne
         async for event in backend.run_turn(turn("Hold on.", session=thread, task="t2")):
             events.append(event)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
-        await mock.request(2)
-        os.kill(crashed_pid, signal.SIGKILL)
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await mock.request(2)
+            os.kill(crashed_pid, signal.SIGKILL)
 
     failed = events[-1]
     assert isinstance(failed, Failed)
     assert "The Codex app-server stopped during the turn" in failed.message
-    assert "code -9" in failed.message
+    # How it ended (it quotes the process's stderr) is for the log, under the message's id.
+    assert_logged_safely(failed.message, logs, secret="code -9")
     assert not (await backend.health()).ok
     after = await run(backend, turn("Which word?", session=thread, task="t3"))
     assert session_of(after) == thread

@@ -21,6 +21,7 @@ import pytest
 from core.cli import main as cli_main
 from tests.backends.codex.conftest import Client, MakeCodexClient
 from tests.backends.codex.support import codex_settings
+from tests.support.errors import SECRET, error_id
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 
@@ -189,7 +190,7 @@ async def test_a_model_endpoint_error_fails_the_task_with_a_clear_message(
     make_codex_client: MakeCodexClient, mock: ResponsesMock, status: int, expected: str
 ) -> None:
     client = await make_codex_client(timeouts={"turn": 30_000, "idle": 20_000})
-    mock.script(Reply.error(status, "scripted"))
+    mock.script(Reply.error(status, f"scripted: {SECRET}"))
 
     started = time.monotonic()
     task = await send(client, "This will fail.")
@@ -197,6 +198,8 @@ async def test_a_model_endpoint_error_fails_the_task_with_a_clear_message(
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     assert status_text(task).startswith(expected)
     assert "Traceback" not in status_text(task)
+    assert SECRET not in status_text(task)
+    error_id(status_text(task))
     assert time.monotonic() - started < 20
     assert len(mock.requests) == 1
     # The context survives the error.

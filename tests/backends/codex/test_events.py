@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from core.backend import (
     BackendEvent,
@@ -22,6 +23,7 @@ from core.backend import (
     ToolResult,
     Usage,
 )
+from tests.support.errors import SECRET, assert_logged_safely
 from wrappers.codex.events import TurnState, describe_error, map_notification
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -152,10 +154,13 @@ def test_an_applied_patch_is_a_tool_call_and_a_file_change() -> None:
 @pytest.mark.parametrize(
     ("fixture", "expected"),
     [
-        ("http_500", "The model endpoint failed: "),
-        ("http_401", "The model endpoint refused the credentials (HTTP 401): unexpected status"),
-        ("stream_failed", "Codex failed: stream disconnected before completion: scripted failure"),
-        ("missing_key", "Codex has no API key: Missing environment variable: `MOCK_API_KEY`."),
+        ("http_500", "The model endpoint failed. Retry later. The daemon log"),
+        ("http_401", "The model endpoint refused the credentials (HTTP 401). Check the API key"),
+        ("stream_failed", "Codex could not finish the turn. The daemon log"),
+        (
+            "missing_key",
+            "Codex has no API key: the environment variable MOCK_API_KEY is not set.",
+        ),
     ],
 )
 def test_a_failed_turn_ends_with_a_message_the_caller_can_act_on(
@@ -227,7 +232,7 @@ def test_a_retried_model_error_is_progress() -> None:
 
     _, events = map_notification(TurnState("t"), "error", params)
 
-    assert events == (Progress("Model request failed, Codex retries: overloaded"),)
+    assert events == (Progress("Model request failed; Codex retries it"),)
 
 
 def test_a_warning_during_the_turn_is_progress() -> None:
@@ -244,30 +249,48 @@ def test_a_warning_during_the_turn_is_progress() -> None:
     [
         (
             {"message": "too long", "codexErrorInfo": "contextWindowExceeded"},
-            "The conversation no longer fits the model's context window: too long. Start a new "
+            "The conversation no longer fits the model's context window. Start a new "
             "conversation (a new contextId).",
         ),
         (
             {"message": "no more", "codexErrorInfo": "usageLimitExceeded"},
-            "The account's usage limit or quota is used up: no more",
+            "The account's usage limit or quota is used up.",
         ),
         (
             {
                 "message": "slow down",
                 "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 429}},
             },
-            "The model endpoint is rate limiting requests (HTTP 429): slow down. Retry later.",
+            "The model endpoint is rate limiting requests (HTTP 429). Retry later.",
         ),
         (
             {"message": "bad", "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 502}}},
-            "The model endpoint failed (HTTP 502): bad. Retry later.",
+            "The model endpoint failed (HTTP 502). Retry later.",
         ),
         (
             {"message": "nope", "codexErrorInfo": "badRequest"},
-            "The model endpoint rejected the request: nope",
+            "The model endpoint rejected the request.",
         ),
-        ({}, "Codex failed: unknown error"),
+        ({}, "Codex could not finish the turn."),
     ],
 )
 def test_error_kinds_map_to_actionable_messages(error: dict[str, Any], expected: str) -> None:
     assert describe_error(error) == expected
+
+
+@pytest.mark.parametrize("info", [{"httpConnectionFailed": {"httpStatusCode": 401}}, "badRequest"])
+def test_the_endpoint_s_words_reach_the_log_not_the_caller(info: Any) -> None:
+    completed = {
+        "turn": {
+            "id": "t1",
+            "status": "failed",
+            "error": {"message": f"upstream body: {SECRET}", "codexErrorInfo": info},
+        }
+    }
+    with capture_logs() as logs:
+        _, events = map_notification(TurnState("t1", None), "turn/completed", completed)
+
+    failed = events[-1]
+    assert isinstance(failed, Failed)
+    entry = assert_logged_safely(failed.message, logs)
+    assert entry["event"] == "codex.turn.failed"

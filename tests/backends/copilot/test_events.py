@@ -16,6 +16,7 @@ from copilot.session_events import (
     SessionEvent,
     session_event_from_dict,
 )
+from structlog.testing import capture_logs
 
 from core.backend import (
     BackendEvent,
@@ -28,6 +29,7 @@ from core.backend import (
     ToolResult,
     Usage,
 )
+from tests.support.errors import SECRET, assert_logged_safely
 from wrappers.copilot.events import MESSAGE_SEPARATOR, TurnState, describe_error, map_events
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -145,22 +147,23 @@ def test_an_auth_error_fails_once_at_the_end_and_names_the_key() -> None:
 
 
 def test_a_server_error_fails_after_the_retries() -> None:
-    _, events = fold("error_500")
+    with capture_logs() as logs:
+        _, events = fold("error_500")
 
     assert len(of_type(events, Progress)) == 5
     failure = events[-1]
     assert isinstance(failure, Failed)
     assert failure.message.startswith("The model endpoint failed (HTTP 500).")
-    assert "retried 5 times" in failure.message
+    # Copilot's own words are in the log, under the message's error id.
+    assert_logged_safely(failure.message, logs, secret="retried 5 times")
 
 
 def test_a_bad_request_fails_with_the_status() -> None:
     _, events = fold("error_400")
 
-    assert events[-1] == Failed(
-        "error",
-        "The model endpoint refused the request (HTTP 400). Copilot said: 400 mock error 400",
-    )
+    failed = events[-1]
+    assert isinstance(failed, Failed)
+    assert failed.message.startswith("The model endpoint refused the request (HTTP 400). The")
 
 
 @pytest.mark.parametrize("name", RECORDED)
@@ -211,7 +214,7 @@ def error(status: int | None, message: str, error_type: str = "query") -> Sessio
         (error(429, "slow down"), "rate limit or quota was hit (HTTP 429)"),
         (error(None, "prompt too long for the context window"), "context window"),
         (error(None, "quota exhausted", "quota"), "rate limit or quota"),
-        (error(None, "something odd"), "The Copilot agent failed: something odd"),
+        (error(None, "something odd"), "The Copilot agent failed."),
         (error(403, "forbidden", "authentication"), "rejected the credentials (HTTP 403)"),
     ],
 )
@@ -223,3 +226,20 @@ def test_an_error_message_never_carries_the_stack() -> None:
     data = replace(error(500, "boom"), stack="Error: boom\n    at secret (/app/x.js:1:1)")
 
     assert "secret" not in describe_error(data)
+
+
+@pytest.mark.parametrize("status", [401, 500, None])
+def test_copilot_s_words_reach_the_log_not_the_caller(status: int | None) -> None:
+    raw = [e for e in recorded("error_400") if not isinstance(e.data, SessionErrorData)]
+    failing = replace(
+        next(e for e in recorded("error_400") if isinstance(e.data, SessionErrorData)),
+        data=error(status, f"upstream body: {SECRET}"),
+    )
+    idle = [i for i, e in enumerate(raw) if e.type.value == "session.idle"][-1]
+    with capture_logs() as logs:
+        _, events = map_events([*raw[:idle], failing, *raw[idle:]])
+
+    failed = events[-1]
+    assert isinstance(failed, Failed)
+    entry = assert_logged_safely(failed.message, logs)
+    assert entry["event"] == "copilot.turn.failed"

@@ -3,15 +3,18 @@ behind the daemon's real app and the project's mock model (approvals: test_e2e_a
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
+from tests.support.errors import SECRET, assert_logged_safely
 from tests.support.mock_models.openai_chat import (
     ErrorReply,
     OpenAIChatMock,
@@ -58,8 +61,9 @@ async def test_cancel_mid_turn_stops_opencode_and_the_context_goes_on(
 @pytest.mark.parametrize(
     ("status", "expected"),
     [
-        (401, "The model endpoint refused the credentials (HTTP 401"),
-        (500, "The model endpoint keeps failing (mock says no); gave up after 2 attempts"),
+        (401, "The model endpoint refused the credentials (HTTP 401). Check the API key"),
+        (400, "The model endpoint returned an error (HTTP 400)."),
+        (500, "The model endpoint keeps failing; gave up after 2 attempts."),
     ],
 )
 async def test_model_errors_fail_the_task_with_a_clear_message(
@@ -69,18 +73,23 @@ async def test_model_errors_fail_the_task_with_a_clear_message(
     status: int,
     expected: str,
 ) -> None:
+    # The endpoint's error body quotes a key: OpenCode passes it on, the caller never sees it.
     # retry-after-ms keeps OpenCode's retry delay short (it honours the header).
-    mock.reply(ErrorReply(status, "mock says no", headers={"retry-after-ms": "10"}))
+    mock.reply(ErrorReply(status, f"mock says no: {SECRET}", headers={"retry-after-ms": "10"}))
     settings = opencode_settings(opencode={"maxRetries": 1}, timeouts={"turn": 30_000})
     client = await start_daemon(settings)
 
     started = time.monotonic()
-    task = await send(client, "Hello?")
+    with capture_logs() as logs:
+        task = await send(client, "Hello?")
 
     assert task["status"]["state"] == "TASK_STATE_FAILED", task
-    assert expected in status_text(task)
+    text = status_text(task)
+    assert text.startswith(expected)
+    assert_logged_safely(text, logs)
     assert time.monotonic() - started < 30
-    assert "Traceback" not in status_text(task)
+    assert "Traceback" not in text
+    assert SECRET not in json.dumps(task)
 
 
 async def test_a_stalled_model_hits_the_idle_timeout_and_opencode_is_stopped(

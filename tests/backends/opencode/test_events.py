@@ -9,16 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
+    Failed,
     FileChange,
     Progress,
     TextDelta,
     ToolCall,
     ToolResult,
 )
+from tests.support.errors import SECRET, assert_logged_safely
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
@@ -44,16 +47,27 @@ class Played:
         return "".join(e.text for e in self.events if isinstance(e, TextDelta))
 
 
-def recording(name: str) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    lines = [json.loads(line) for line in (RECORDED / f"{name}.jsonl").read_text().splitlines()]
+def recording(
+    name: str, replace: tuple[str, str] = ("", "")
+) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The recorded turns' ids and events; `replace` rewrites text in them (old, new)."""
+    text = (RECORDED / f"{name}.jsonl").read_text()
+    if replace[0]:
+        text = text.replace(*replace)
+    lines = [json.loads(line) for line in text.splitlines()]
     turns = [line["turn"] for line in lines if "turn" in line]
     return turns, [line for line in lines if "turn" not in line]
 
 
 def play(
-    name: str, *, turn: int = 0, max_retries: int | None = 3, approvals: str = "policy"
+    name: str,
+    *,
+    turn: int = 0,
+    max_retries: int | None = 3,
+    approvals: str = "policy",
+    replace: tuple[str, str] = ("", ""),
 ) -> Played:
-    turns, events = recording(name)
+    turns, events = recording(name, replace)
     ids = turns[turn]
     mapper = TurnMapper(
         ids["sessionID"],
@@ -130,8 +144,8 @@ def test_a_failing_tool_is_an_error_result_and_the_turn_goes_on() -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("error_400", "The model endpoint returned an error (HTTP 400: bad request from mock)."),
-        ("error_401", "The model endpoint refused the credentials (HTTP 401: Incorrect API key"),
+        ("error_400", "The model endpoint returned an error (HTTP 400). The daemon log has"),
+        ("error_401", "The model endpoint refused the credentials (HTTP 401). Check the API key"),
     ],
 )
 def test_a_model_error_fails_the_turn_with_a_readable_message(name: str, message: str) -> None:
@@ -139,8 +153,25 @@ def test_a_model_error_fails_the_turn_with_a_readable_message(name: str, message
 
     assert played.mapper is not None and played.mapper.done
     assert played.mapper.failure is not None
-    assert played.mapper.failure.startswith(message)
+    assert played.mapper.failure.message.startswith(message)
     assert played.text == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "upstream"),
+    [
+        ("error_401", "Incorrect API key provided"),
+        ("error_400", "bad request from mock"),
+        ("error_500_retry", "mock server error"),
+    ],
+)
+def test_the_endpoint_s_words_reach_the_log_not_the_caller(name: str, upstream: str) -> None:
+    with capture_logs() as logs:
+        played = play(name, max_retries=0, replace=(upstream, SECRET))
+
+    assert played.mapper is not None and played.mapper.failure is not None
+    assert_logged_safely(played.mapper.failure.message, logs)
+    assert not any(SECRET in getattr(e, "text", "") for e in played.events)
 
 
 def test_an_error_turn_ends_only_at_the_idle_after_its_message_is_final() -> None:
@@ -163,8 +194,9 @@ def test_retries_beyond_the_limit_ask_for_an_abort() -> None:
     (abort,) = beyond.actions
     assert isinstance(abort, AbortTurn)
     assert beyond.mapper is not None
-    assert beyond.mapper.failure == abort.reason
-    assert "keeps failing (mock server error); gave up after 1 attempts" in abort.reason
+    assert beyond.mapper.failure is not None
+    assert beyond.mapper.failure.message == abort.reason
+    assert "keeps failing; gave up after 1 attempts" in abort.reason
 
 
 def test_an_aborted_turn_keeps_its_partial_text_and_settles_at_the_last_idle() -> None:
@@ -173,7 +205,7 @@ def test_an_aborted_turn_keeps_its_partial_text_and_settles_at_the_last_idle() -
 
     assert played.text == "Partial answer "
     assert played.mapper is not None and played.mapper.done
-    assert played.mapper.failure == "The turn was aborted in OpenCode."
+    assert played.mapper.failure == Failed("error", "The turn was aborted in OpenCode.")
     assert played.consumed == len(events)  # through the second idle
 
 
@@ -251,11 +283,11 @@ def test_events_of_other_turns_and_before_the_prompt_are_ignored() -> None:
     [
         (
             {"name": "ProviderAuthError", "data": {"providerID": "anthropic", "message": "no key"}},
-            "Missing or invalid credentials for anthropic: no key",
+            "Missing or invalid credentials for anthropic. Set its API key",
         ),
         (
             {"name": "APIError", "data": {"statusCode": 429, "message": "slow down"}},
-            "rate limiting or out of quota (HTTP 429: slow down)",
+            "rate limiting or out of quota (HTTP 429).",
         ),
         (
             {"name": "ContextOverflowError", "data": {"message": "too long"}},
@@ -264,7 +296,7 @@ def test_events_of_other_turns_and_before_the_prompt_are_ignored() -> None:
         ({"name": "MessageOutputLengthError", "data": {}}, "output token limit"),
         (
             {"name": "SomethingNew", "data": {"message": "odd"}},
-            "OpenCode failed: SomethingNew: odd",
+            "OpenCode failed (SomethingNew).",
         ),
     ],
 )
