@@ -22,21 +22,38 @@ class Daemon:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
+    def _launch(self, stderr: Any) -> subprocess.Popen[str]:
+        return subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
+            [str(EXE), "serve", str(self.config_path), "--port", "0"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
     def start(self) -> str:
         with self.log_path.open("a") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
-                [str(EXE), "serve", str(self.config_path), "--port", "0"],
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+            self.proc = self._launch(log)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert line.startswith("a2a-wrapper listening on http://127.0.0.1:"), line
         self.url = line.split()[-1]
         return self.url
+
+    def run_to_exit(self, timeout: float = 30) -> tuple[int, str, str]:
+        """Start a daemon expected to exit before it listens: its exit code, stdout, stderr."""
+        self.proc = self._launch(subprocess.PIPE)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        finally:
+            self.close()
+        return self.proc.returncode, out, err
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         assert self.proc is not None
