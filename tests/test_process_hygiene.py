@@ -4,12 +4,10 @@ being stopped and agents whose tools escape into sessions of their own."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 
 from core.backend import procfs
 from tests.support.daemon import Daemon
+from tests.support.orphans import alive, await_file, await_gone, await_logged
 
 V1 = {"A2A-Version": "1.0"}
 MakeDaemon = Callable[[dict[str, Any]], Daemon]
@@ -49,37 +48,6 @@ def strays() -> Iterator[list[int]]:
     for pid in seen:
         if alive(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    info = procfs.read(pid)
-    return info is not None and not info.zombie
-
-
-def await_gone(pids: list[int], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while [pid for pid in pids if alive(pid)]:
-        left = [pid for pid in pids if alive(pid)]
-        assert time.monotonic() < deadline, f"still running: {left}"
-        time.sleep(0.05)
-
-
-def await_file(path: Path, timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-    return path.read_text()
-
-
-def await_logged(daemon: Daemon, event: str, timeout: float = 10) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        for line in daemon.log_path.read_text().splitlines():
-            if line.startswith("{") and (entry := json.loads(line)).get("event") == event:
-                return dict(entry)
-        assert time.monotonic() < deadline, f"{event} never logged"
-        time.sleep(0.05)
 
 
 def rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,250 @@
+"""No agent process outlives the daemon, with each real CLI (issue 17, item 8): a turn runs a
+shell tool (`sleep 1000`) against the CLI's mock model, the daemon is SIGKILLed (or stopped
+with one or two SIGTERMs), and after the next start nothing of the previous instance runs.
+Real daemon process, real CLIs, mock models. Each case prints how many processes of the
+instance were running, were left after the kill, and are left after the restart."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from core.backend import procfs
+from tests.backends.codex.support import codex_block
+from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
+from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
+from tests.backends.opencode.support import TEST_ENV, provider_config
+from tests.support.daemon import Daemon
+from tests.support.mock_models import openai_responses
+from tests.support.mock_models.anthropic import AnthropicMock, ToolUse
+from tests.support.mock_models.anthropic import Reply as AnthropicReply
+from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
+from tests.support.mock_models.openai_chat import OpenAIChatMock
+from tests.support.orphans import (
+    await_instance_gone,
+    await_logged,
+    cmdline,
+    of_instance,
+    still_running,
+)
+from wrappers.claude import options as claude_options
+from wrappers.opencode.launch import find_binary
+
+# Not a bare `sleep`: Claude Code refuses a standalone long sleep.
+SLEEP = "sleep 1000 && echo slept"
+PROMPT = "run the long command"
+CLAUDE_KEY = "sk-ant-e2e-test-key"
+# Claude Code refuses a command that starts with a long sleep.
+CLAUDE_SLEEP = "echo waiting && sleep 1000"
+
+Rig = Callable[[Path], contextlib.AbstractAsyncContextManager[dict[str, Any]]]
+
+
+@contextlib.asynccontextmanager
+async def claude(root: Path) -> AsyncIterator[dict[str, Any]]:
+    binary = claude_options.bundled_cli()
+    assert binary is not None, "claude-agent-sdk with its bundled CLI is not installed"
+    async with AnthropicMock(api_key=CLAUDE_KEY) as mock:
+        mock.on(
+            PROMPT,
+            AnthropicReply(
+                text="Running it.",
+                tool_use=ToolUse("Bash", {"command": CLAUDE_SLEEP, "description": "wait"}),
+            ),
+        )
+        yield {
+            "backend": "claude",
+            "claude": {
+                "workingDirectory": str(root / "work"),
+                "home": str(root / "claude-home"),
+                "model": "claude-sonnet-4-5",
+                "allowedTools": ["Bash"],
+                "env": {
+                    "ANTHROPIC_BASE_URL": mock.url,
+                    "ANTHROPIC_API_KEY": CLAUDE_KEY,
+                    "CLAUDE_CODE_MAX_RETRIES": "0",
+                },
+            },
+        }
+
+
+@contextlib.asynccontextmanager
+async def codex(root: Path) -> AsyncIterator[dict[str, Any]]:
+    async with openai_responses.ResponsesMock.running() as mock:
+        mock.script(openai_responses.Reply.shell(SLEEP))
+        yield {"backend": "codex", "codex": codex_block(mock.base_url, root / "codex")}
+
+
+@contextlib.asynccontextmanager
+async def opencode(root: Path) -> AsyncIterator[dict[str, Any]]:
+    async with OpenAIChatMock() as mock:
+        yield {
+            "backend": "opencode",
+            "opencode": {
+                "workingDirectory": str(root / "work"),
+                "home": str(root / "opencode-home"),
+                "cliPath": str(find_binary(None)),
+                "model": "mock/mock-model",
+                "env": TEST_ENV,
+                "config": provider_config(mock.base_url),
+            },
+        }
+
+
+@contextlib.asynccontextmanager
+async def copilot(root: Path) -> AsyncIterator[dict[str, Any]]:
+    assert COPILOT_CLI.is_file(), f"the copilot CLI is not at {COPILOT_CLI}: run `make test`"
+    async with OpenAIChatMock(api_key=COPILOT_KEY) as mock:
+        yield {
+            "backend": "copilot",
+            "copilot": {
+                "workingDirectory": str(root / "work"),
+                "cliPath": str(COPILOT_CLI),
+                "home": str(root / "copilot-home"),
+                "model": CHAT_MODEL,
+                "offline": True,
+                "provider": {"baseUrl": mock.base_url, "apiKey": COPILOT_KEY},
+                "env": {"HOME": str(root / "home"), "XDG_CACHE_HOME": str(root / "cache")},
+            },
+        }
+
+
+# The chat mocks call the tool the prompt names (`MOCK_TOOL <name> {json}`).
+CHAT_PROMPT = f"MOCK_TOOL bash {json.dumps({'command': SLEEP, 'description': 'wait'})}"
+RIGS: dict[str, tuple[Rig, str]] = {
+    "claude": (claude, PROMPT),
+    "codex": (codex, PROMPT),
+    "opencode": (opencode, CHAT_PROMPT),
+    "copilot": (copilot, CHAT_PROMPT),
+}
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Daemon]]:
+    made: list[Daemon] = []
+
+    def make(config: dict[str, Any]) -> Daemon:
+        made.append(Daemon(config, tmp_path))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.close()
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[procfs.ProcessInfo]]:
+    """Processes a test saw; whatever still runs at teardown is killed."""
+    seen: list[procfs.ProcessInfo] = []
+    yield seen
+    for info in still_running(seen):
+        procfs.kill(info)
+
+
+async def start(daemon: Daemon) -> str:
+    return await anyio.to_thread.run_sync(daemon.start)
+
+
+async def tool_running(daemon: Daemon, instance: str, prompt: str) -> list[procfs.ProcessInfo]:
+    """Send `prompt`, wait until the agent runs `sleep 1000`; the instance's processes then."""
+    message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": prompt}]}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": message, "configuration": {"returnImmediately": True}},
+    }
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            f"{daemon.url}/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=30
+        )
+    assert "result" in response.json(), response.text
+    with anyio.fail_after(60):
+        while True:
+            found = of_instance(daemon.pid, instance)
+            if any(
+                cmdline(p.pid)[-2:] == ["sleep", "1000"] or SLEEP in " ".join(cmdline(p.pid)[-1:])
+                for p in found
+            ):
+                return found
+            await anyio.sleep(0.1)
+
+
+def prepare(root: Path, config: dict[str, Any], **server: Any) -> dict[str, Any]:
+    for folder in ("work", "home", "cache"):
+        (root / folder).mkdir(exist_ok=True)
+    return {
+        **config,
+        "storage": {"path": str(root / "tasks.sqlite3")},
+        "server": {"shutdownTimeout": 500, **server},
+    }
+
+
+async def gone(known: list[procfs.ProcessInfo], instance: str) -> None:
+    await anyio.to_thread.run_sync(lambda: await_instance_gone(known, instance))
+
+
+@pytest.mark.parametrize("backend", list(RIGS))
+async def test_after_a_sigkill_the_next_start_stops_every_agent_process(
+    backend: str,
+    tmp_path: Path,
+    daemon: Callable[[dict[str, Any]], Daemon],
+    leftovers: list[procfs.ProcessInfo],
+) -> None:
+    rig, prompt = RIGS[backend]
+    async with rig(tmp_path) as config:
+        first = daemon(prepare(tmp_path, config))
+        await start(first)
+        instance = await_logged(first, "daemon.instance")["instance"]
+        running = await tool_running(first, instance, prompt)
+        leftovers.extend(running)
+
+        await anyio.to_thread.run_sync(first.kill)
+        left = still_running(running)
+        await start(first)
+        try:
+            await gone(running, instance)
+        finally:
+            await anyio.to_thread.run_sync(first.stop)
+        print(
+            f"\n{backend}: {len(running)} processes of the instance running, {len(left)} left "
+            f"after SIGKILL, {len(still_running(running))} after the restart"
+        )
+        assert still_running(running) == []
+        assert procfs.marked(instance) == []
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["sigterm", "double-sigterm"])
+async def test_sigterm_leaves_no_agent_process(
+    signals: int,
+    tmp_path: Path,
+    daemon: Callable[[dict[str, Any]], Daemon],
+    leftovers: list[procfs.ProcessInfo],
+) -> None:
+    rig, prompt = RIGS["opencode"]
+    async with rig(tmp_path) as config:
+        first = daemon(prepare(tmp_path, config, shutdownTimeout=500 if signals == 1 else 60_000))
+        await start(first)
+        instance = await_logged(first, "daemon.instance")["instance"]
+        running = await tool_running(first, instance, prompt)
+        leftovers.extend(running)
+
+        if signals == 2:
+            assert first.proc is not None
+            first.proc.send_signal(signal.SIGTERM)
+            await anyio.to_thread.run_sync(lambda: await_logged(first, "daemon.stopping"))
+        code = await anyio.to_thread.run_sync(first.stop)
+
+        assert code == (0 if signals == 1 else 130)
+        await gone(running, instance)
+        print(f"\nopencode, {signals} SIGTERM: {len(running)} running, 0 left")
