@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
 from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, Daemons
 from tests.support.mock_models import openai_responses
 from tests.support.mock_models.anthropic import AnthropicMock, ToolUse
 from tests.support.mock_models.anthropic import Reply as AnthropicReply
@@ -34,18 +35,17 @@ from tests.support.orphans import (
     await_instance_gone,
     await_logged,
     cmdline,
+    logged,
     of_instance,
     still_running,
 )
 from wrappers.claude import options as claude_options
 from wrappers.opencode.launch import find_binary
 
-# Not a bare `sleep`: Claude Code refuses a standalone long sleep.
-SLEEP = "sleep 1000 && echo slept"
+# Claude Code refuses a command that starts with a long sleep.
+SLEEP = "echo waiting && sleep 1000"
 PROMPT = "run the long command"
 CLAUDE_KEY = "sk-ant-e2e-test-key"
-# Claude Code refuses a command that starts with a long sleep.
-CLAUDE_SLEEP = "echo waiting && sleep 1000"
 
 Rig = Callable[[Path], contextlib.AbstractAsyncContextManager[dict[str, Any]]]
 
@@ -59,7 +59,7 @@ async def claude(root: Path) -> AsyncIterator[dict[str, Any]]:
             PROMPT,
             AnthropicReply(
                 text="Running it.",
-                tool_use=ToolUse("Bash", {"command": CLAUDE_SLEEP, "description": "wait"}),
+                tool_use=ToolUse("Bash", {"command": SLEEP, "description": "wait"}),
             ),
         )
         yield {
@@ -130,16 +130,10 @@ RIGS: dict[str, tuple[Rig, str]] = {
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Daemon]]:
-    made: list[Daemon] = []
-
-    def make(config: dict[str, Any]) -> Daemon:
-        made.append(Daemon(config, tmp_path))
-        return made[-1]
-
-    yield make
-    for each in made:
-        each.close()
+def daemons(tmp_path: Path) -> Iterator[Daemons]:
+    made = Daemons(tmp_path)
+    yield made
+    made.close()
 
 
 @pytest.fixture
@@ -151,12 +145,9 @@ def leftovers() -> Iterator[list[procfs.ProcessInfo]]:
         procfs.kill(info)
 
 
-async def start(daemon: Daemon) -> str:
-    return await anyio.to_thread.run_sync(daemon.start)
-
-
-async def tool_running(daemon: Daemon, instance: str, prompt: str) -> list[procfs.ProcessInfo]:
-    """Send `prompt`, wait until the agent runs `sleep 1000`; the instance's processes then."""
+def running_tool(daemon: Daemon, prompt: str) -> list[procfs.ProcessInfo]:
+    """Send `prompt`, wait until the agent runs `sleep 1000`: the instance's processes then
+    (what runs below the daemon, and what carries its instance marker)."""
     message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": prompt}]}
     body = {
         "jsonrpc": "2.0",
@@ -164,87 +155,80 @@ async def tool_running(daemon: Daemon, instance: str, prompt: str) -> list[procf
         "method": "SendMessage",
         "params": {"message": message, "configuration": {"returnImmediately": True}},
     }
-    async with httpx.AsyncClient() as http:
-        response = await http.post(
-            f"{daemon.url}/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=30
-        )
+    response = httpx.post(
+        f"{daemon.url}/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=30
+    )
     assert "result" in response.json(), response.text
-    with anyio.fail_after(60):
-        while True:
-            found = of_instance(daemon.pid, instance)
-            if any(
-                cmdline(p.pid)[-2:] == ["sleep", "1000"] or SLEEP in " ".join(cmdline(p.pid)[-1:])
-                for p in found
-            ):
-                return found
-            await anyio.sleep(0.1)
+    deadline = time.monotonic() + 60
+    while not any(cmdline(p.pid)[-2:] == ["sleep", "1000"] for p in of(daemon)):
+        assert time.monotonic() < deadline, "the agent never ran its shell tool"
+        time.sleep(0.1)
+    return of(daemon)
 
 
-def prepare(root: Path, config: dict[str, Any], **server: Any) -> dict[str, Any]:
+def instance_of(daemon: Daemon) -> str:
+    """The instance id the daemon logged at its (first) start."""
+    started = logged(daemon, "daemon.instance")
+    return str(started[0]["instance"]) if started else "unknown"
+
+
+def of(daemon: Daemon) -> list[procfs.ProcessInfo]:
+    return of_instance(daemon.pid, instance_of(daemon))
+
+
+def at_work(
+    root: Path, daemons: Daemons, config: dict[str, Any], prompt: str, **server: Any
+) -> tuple[Daemon, list[procfs.ProcessInfo]]:
+    """A daemon serving `config`, its agent running the shell tool; and its processes."""
     for folder in ("work", "home", "cache"):
         (root / folder).mkdir(exist_ok=True)
-    return {
-        **config,
-        "storage": {"path": str(root / "tasks.sqlite3")},
-        "server": {"shutdownTimeout": 500, **server},
-    }
-
-
-async def gone(known: list[procfs.ProcessInfo], instance: str) -> None:
-    await anyio.to_thread.run_sync(lambda: await_instance_gone(known, instance))
+    storage = {"path": str(root / "tasks.sqlite3")}
+    daemon = daemons({**config, "storage": storage, "server": {"shutdownTimeout": 500, **server}})
+    daemon.start()
+    return daemon, running_tool(daemon, prompt)
 
 
 @pytest.mark.parametrize("backend", list(RIGS))
 async def test_after_a_sigkill_the_next_start_stops_every_agent_process(
-    backend: str,
-    tmp_path: Path,
-    daemon: Callable[[dict[str, Any]], Daemon],
-    leftovers: list[procfs.ProcessInfo],
+    backend: str, tmp_path: Path, daemons: Daemons, leftovers: list[procfs.ProcessInfo]
 ) -> None:
     rig, prompt = RIGS[backend]
     async with rig(tmp_path) as config:
-        first = daemon(prepare(tmp_path, config))
-        await start(first)
-        instance = await_logged(first, "daemon.instance")["instance"]
-        running = await tool_running(first, instance, prompt)
-        leftovers.extend(running)
 
-        await anyio.to_thread.run_sync(first.kill)
-        left = still_running(running)
-        await start(first)
-        try:
-            await gone(running, instance)
-        finally:
-            await anyio.to_thread.run_sync(first.stop)
-        print(
-            f"\n{backend}: {len(running)} processes of the instance running, {len(left)} left "
-            f"after SIGKILL, {len(still_running(running))} after the restart"
-        )
-        assert still_running(running) == []
-        assert procfs.marked(instance) == []
+        def scenario() -> tuple[int, int]:
+            daemon, running = at_work(tmp_path, daemons, config, prompt)
+            leftovers.extend(running)
+            daemon.kill()
+            left = len(still_running(running))
+            daemon.start()
+            try:
+                await_instance_gone(running, instance_of(daemon))
+            finally:
+                daemon.stop()
+            return len(running), left
+
+        running, left = await anyio.to_thread.run_sync(scenario)
+    print(f"\n{backend}: {running} processes, {left} left after SIGKILL, 0 after the restart")
 
 
 @pytest.mark.parametrize("signals", [1, 2], ids=["sigterm", "double-sigterm"])
 async def test_sigterm_leaves_no_agent_process(
-    signals: int,
-    tmp_path: Path,
-    daemon: Callable[[dict[str, Any]], Daemon],
-    leftovers: list[procfs.ProcessInfo],
+    signals: int, tmp_path: Path, daemons: Daemons, leftovers: list[procfs.ProcessInfo]
 ) -> None:
     rig, prompt = RIGS["opencode"]
     async with rig(tmp_path) as config:
-        first = daemon(prepare(tmp_path, config, shutdownTimeout=500 if signals == 1 else 60_000))
-        await start(first)
-        instance = await_logged(first, "daemon.instance")["instance"]
-        running = await tool_running(first, instance, prompt)
-        leftovers.extend(running)
 
-        if signals == 2:
-            assert first.proc is not None
-            first.proc.send_signal(signal.SIGTERM)
-            await anyio.to_thread.run_sync(lambda: await_logged(first, "daemon.stopping"))
-        code = await anyio.to_thread.run_sync(first.stop)
+        def scenario() -> int:
+            grace = 500 if signals == 1 else 60_000
+            daemon, running = at_work(tmp_path, daemons, config, prompt, shutdownTimeout=grace)
+            leftovers.extend(running)
+            if signals == 2:
+                assert daemon.proc is not None
+                daemon.proc.send_signal(signal.SIGTERM)
+                await_logged(daemon, "daemon.stopping")
+            assert daemon.stop(signal.SIGTERM) == (0 if signals == 1 else 130)
+            await_instance_gone(running, instance_of(daemon))
+            return len(running)
 
-        assert code == (0 if signals == 1 else 130)
-        await gone(running, instance)
-        print(f"\nopencode, {signals} SIGTERM: {len(running)} running, 0 left")
+        running = await anyio.to_thread.run_sync(scenario)
+    print(f"\nopencode, {signals} SIGTERM: {running} processes of the instance, 0 left")

@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from core.backend import procfs
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, Daemons
 from tests.support.orphans import alive, await_file, await_gone, await_logged
 
 V1 = {"A2A-Version": "1.0"}
@@ -26,17 +27,10 @@ MakeDaemon = Callable[[dict[str, Any]], Daemon]
 
 @pytest.fixture
 def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
-    made: list[Daemon] = []
-
-    def make(config: dict[str, Any]) -> Daemon:
-        workdir = tmp_path / f"daemon{len(made)}"
-        workdir.mkdir()
-        made.append(Daemon(config, workdir))
-        return made[-1]
-
-    yield make
-    for daemon in made:
-        daemon.close()
+    """Daemons made here are stopped at teardown even when the test fails half-way."""
+    made = Daemons(tmp_path)
+    yield made
+    made.close()
 
 
 @pytest.fixture
@@ -224,3 +218,26 @@ def test_the_start_cleanup_never_kills_a_recycled_pid(
 
 def procfs_boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
+
+def test_orphans_are_reparented_to_the_daemon_and_reaped(
+    tmp_path: Path, daemons: MakeDaemon, strays: list[int]
+) -> None:
+    """The daemon is a child subreaper: a tool whose agent died becomes the daemon's child (not
+    init's), so it is still below the daemon; once it exits, the daemon reaps it."""
+    daemon = daemons(stubborn(tmp_path))
+    agent, tool = running_turn(tmp_path, daemon.start(), strays)
+    try:
+        os.kill(agent, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while (info := procfs.read(tool)) is None or info.ppid != daemon.pid:
+            assert time.monotonic() < deadline, f"the tool's parent is {info and info.ppid}"
+            time.sleep(0.05)
+
+        os.kill(tool, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while procfs.read(tool) is not None:
+            assert time.monotonic() < deadline, "the exited tool was never reaped"
+            time.sleep(0.05)
+    finally:
+        assert daemon.stop() == 0

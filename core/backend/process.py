@@ -34,6 +34,13 @@ class ProcessLedger(Protocol):
 
 
 _ledger: list[ProcessLedger] = []
+# Spawns between fork and their record: their children are not known as ours yet.
+_spawning = [0]
+
+
+def spawn_in_progress() -> bool:
+    """Whether a `spawn` has started a process it has not recorded yet."""
+    return _spawning[0] > 0
 
 
 @contextlib.contextmanager
@@ -103,10 +110,14 @@ async def spawn(
         # setpriv sets PR_SET_PDEATHSIG, then execs: same pid, nothing left in between.
         executable = _executable(command[0], cwd, env)
         command = [launcher, "--pdeathsig", "KILL", "--", executable, *command[1:]]
-    process = await anyio.open_process(
-        command, cwd=cwd, env=with_marker(env), start_new_session=True
-    )
-    await track(process.pid)
+    _spawning[0] += 1
+    try:
+        process = await anyio.open_process(
+            command, cwd=cwd, env=with_marker(env), start_new_session=True
+        )
+        await track(process.pid)
+    finally:
+        _spawning[0] -= 1
     return process
 
 

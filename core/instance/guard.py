@@ -24,7 +24,7 @@ import anyio
 import structlog
 
 from core.backend import procfs
-from core.backend.process import recording, wait_exited
+from core.backend.process import recording, spawn_in_progress, wait_exited
 from core.instance.lock import storage_lock
 from core.instance.records import (
     InMemoryInstanceRecords,
@@ -114,7 +114,10 @@ def reap_orphans(ledger: Ledger) -> None:
     """Reap exited children this daemon did not start itself (orphans re-parented to the
     subreaper). Its own children are left to whoever waits for them: processes started through
     `core.backend.process` (recorded as live) and those an SDK started in the daemon's own
-    process group."""
+    process group. While a spawn has not recorded its process yet, nothing is reaped (the
+    next SIGCHLD, or the exit, reaps what is left)."""
+    if spawn_in_progress():
+        return
     own_group = os.getpgrp()
     for info in procfs.descendants(os.getpid()):
         if info.ppid != os.getpid() or not info.zombie:

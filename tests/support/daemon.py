@@ -74,3 +74,22 @@ class Daemon:
         """Make sure the process is gone (teardown; safe to call at any point)."""
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
+
+
+class Daemons:
+    """The daemons of one test: the first works in `root`, each later one in a folder of its
+    own (its config and log); `close` makes sure every one is gone (teardown)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: list[Daemon] = []
+
+    def __call__(self, config: dict[str, Any]) -> Daemon:
+        workdir = self.root / f"daemon{len(self.made)}" if self.made else self.root
+        workdir.mkdir(exist_ok=True)
+        self.made.append(Daemon(config, workdir))
+        return self.made[-1]
+
+    def close(self) -> None:
+        for daemon in self.made:
+            daemon.close()
