@@ -12,7 +12,7 @@ from typing import Any
 
 from core import logs, registry
 from core.backend import Diagnosis
-from core.instance.lock import StorageInUseError
+from core.instance.lock import StorageLockError
 from core.server.app import backend_config, build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
@@ -136,7 +136,7 @@ def _serve(args: argparse.Namespace) -> int:
         asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:
         return 130
-    except StorageInUseError as exc:
+    except StorageLockError as exc:
         print(f"a2a-wrapper: {exc}", file=sys.stderr)
         return 1
     except (registry.UnknownBackendError, HookLoadError) as exc:

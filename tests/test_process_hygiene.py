@@ -108,6 +108,23 @@ def test_a_second_daemon_on_the_same_storage_refuses_to_start(
     assert first.stop() == 0
 
 
+def test_a_storage_lock_that_cannot_be_created_is_one_line(
+    tmp_path: Path, daemons: MakeDaemon
+) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    storage = tmp_path / "not-a-folder" / "tasks.sqlite3"
+    config = {
+        "backend": "tests.conformance.tck_backend:TckBackend",
+        "storage": {"path": str(storage)},
+    }
+
+    code, _, err = daemons(config).run_to_exit(timeout=20)
+
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"a2a-wrapper: storage {storage}: cannot create the lock file ")
+
+
 def test_memory_storage_takes_no_lock(tmp_path: Path, daemons: MakeDaemon) -> None:
     config = {"backend": "tests.conformance.tck_backend:TckBackend", "storage": {"kind": "memory"}}
     first, second = daemons(config), daemons(config)

@@ -69,22 +69,38 @@ def leftovers(
     instance: Instance, recorded: list[Recorded], table: list[procfs.ProcessInfo]
 ) -> list[procfs.ProcessInfo]:
     """What of `instance` still runs: its recorded processes whose start time matches, what
-    runs below them, and what carries its marker and started after it. Nothing when the machine
-    rebooted since (start times count from boot)."""
+    runs below them or in their process groups, and what carries its marker and started after
+    it. Nothing when the machine rebooted since (start times count from boot); never this
+    process or its ancestors."""
     if instance.boot_id != _boot_id():
         return []
     now = {p.pid: p for p in table if not p.zombie}
     found: dict[int, procfs.ProcessInfo] = {}
     for record in recorded:
         info = now.get(record.pid)
-        if info is not None and info.start_time == record.start_time:
-            found[info.pid] = info
-            found.update((p.pid, p) for p in procfs.descendants(info.pid, table) if not p.zombie)
+        if info is None or info.start_time != record.start_time:
+            continue  # gone, or the pid now names another process
+        found[info.pid] = info
+        found.update((p.pid, p) for p in procfs.descendants(info.pid, table) if not p.zombie)
+        if record.pgid == record.pid:
+            # The leader still runs, so its group is still the one recorded.
+            found.update((p.pid, p) for p in now.values() if p.pgid == record.pgid)
     for info in procfs.marked(instance.id, now.values()):
         if info.start_time >= instance.start_time:
             found[info.pid] = info
-    found.pop(os.getpid(), None)
+    for mine in _ancestry(now):
+        found.pop(mine, None)
     return list(found.values())
+
+
+def _ancestry(table: dict[int, procfs.ProcessInfo]) -> set[int]:
+    """This process and every process above it."""
+    chain, pid = set(), os.getpid()
+    while pid > 0 and pid not in chain:
+        chain.add(pid)
+        info = table.get(pid)
+        pid = info.ppid if info is not None else 0
+    return chain
 
 
 async def stop_leftovers(records: InstanceRecords) -> int:

@@ -9,7 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-class StorageInUseError(Exception):
+class StorageLockError(Exception):
+    """The storage lock cannot be taken; the message says why, for the operator."""
+
+
+class StorageInUseError(StorageLockError):
     """Another daemon holds the storage: this one must not touch it."""
 
     def __init__(self, storage: Path, holder: str) -> None:
@@ -30,11 +34,16 @@ def storage_lock(storage: Path) -> Iterator[None]:
     """Hold an exclusive, non-blocking `flock` on `<storage>.lock` while entered. The kernel
     drops it when the process ends, however it ends, so holding it also proves that every
     earlier daemon on this storage is dead. Raises StorageInUseError when another process holds
-    it, OSError when the lock file cannot be created."""
+    it, StorageLockError when the lock file cannot be created."""
     path = lock_path(storage)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # O_CLOEXEC: an agent process must not inherit (and so keep) the lock.
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # O_CLOEXEC: an agent process must not inherit (and so keep) the lock.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StorageLockError(
+            f"storage {storage}: cannot create the lock file {path}: {exc.strerror}"
+        ) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
