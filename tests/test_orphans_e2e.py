@@ -220,10 +220,16 @@ async def test_after_a_sigkill_the_next_start_stops_every_agent_process(
 
 
 @pytest.mark.parametrize("signals", [1, 2], ids=["sigterm", "double-sigterm"])
+@pytest.mark.parametrize("backend", ["claude", "opencode"])
 async def test_sigterm_leaves_no_agent_process(
-    signals: int, tmp_path: Path, daemons: Daemons, leftovers: list[procfs.ProcessInfo]
+    backend: str,
+    signals: int,
+    tmp_path: Path,
+    daemons: Daemons,
+    leftovers: list[procfs.ProcessInfo],
 ) -> None:
-    rig, prompt = RIGS["opencode"]
+    """One CLI the SDK starts (no parent-death signal), one the wrapper starts."""
+    rig, prompt = RIGS[backend]
     async with rig(tmp_path) as config:
 
         def scenario() -> int:
@@ -239,4 +245,4 @@ async def test_sigterm_leaves_no_agent_process(
             return len(running)
 
         running = await anyio.to_thread.run_sync(scenario)
-    print(f"\nopencode, {signals} SIGTERM: {running} processes of the instance, 0 left")
+    print(f"\n{backend}, {signals} SIGTERM: {running} processes of the instance, 0 left")

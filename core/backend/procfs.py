@@ -61,11 +61,6 @@ def processes(proc: Path = PROC) -> list[ProcessInfo]:
     return found
 
 
-def start_time(pid: int) -> int | None:
-    info = read(pid)
-    return None if info is None else info.start_time
-
-
 def children(parent: int, table: Iterable[ProcessInfo] | None = None) -> list[ProcessInfo]:
     """The live (not zombie) children of `parent`."""
     return [

@@ -58,11 +58,19 @@ class Ledger:
 
     async def started(self, pid: int, pgid: int, start_time: int) -> None:
         self.live.add(pid)
-        await self.records.started(pid, pgid, start_time)
+        # A record that cannot be written weakens the next start's clean-up (the marker
+        # remains); it must not fail the turn that starts the agent.
+        try:
+            await self.records.started(pid, pgid, start_time)
+        except Exception:
+            log.warning("daemon.process_record_failed", pid=pid, exc_info=True)
 
     async def ended(self, pid: int) -> None:
         self.live.discard(pid)
-        await self.records.ended(pid)
+        try:
+            await self.records.ended(pid)
+        except Exception:
+            log.warning("daemon.process_record_failed", pid=pid, exc_info=True)
 
 
 def leftovers(
@@ -134,9 +142,9 @@ def reap_orphans(ledger: Ledger) -> None:
     next SIGCHLD, or the exit, reaps what is left)."""
     if spawn_in_progress():
         return
-    own_group = os.getpgrp()
-    for info in procfs.descendants(os.getpid()):
-        if info.ppid != os.getpid() or not info.zombie:
+    me, own_group = os.getpid(), os.getpgrp()
+    for info in procfs.processes():
+        if info.ppid != me or not info.zombie:
             continue
         if info.pid in ledger.live or info.pgid == own_group:
             continue
