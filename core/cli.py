@@ -14,6 +14,7 @@ import structlog
 
 from core import logs, registry
 from core.backend import Diagnosis
+from core.instance.lock import StorageLockError
 from core.server.app import backend_config, build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
@@ -149,6 +150,9 @@ def _serve(args: argparse.Namespace) -> int:
         asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:
         return 130
+    except StorageLockError as exc:
+        print(f"a2a-wrapper: {exc}", file=sys.stderr)
+        return StorageStartError.exit_code
     except (registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {exc}", file=sys.stderr)
         return EXIT_CONFIG

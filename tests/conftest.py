@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 from core.server.app import create_app
 from core.settings import Settings, load
 from core.tasks.store import InMemoryTaskStore, TaskStore
-from tests.support.daemon import Daemon
+from tests.support.daemon import Daemon, Daemons
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -74,15 +74,9 @@ MakeDaemon = Callable[[dict[str, Any]], Daemon]
 def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
     """Real daemon processes (`daemons(config)`); stopped at teardown even when the test
     fails half-way."""
-    made: list[Daemon] = []
-
-    def make(config: dict[str, Any]) -> Daemon:
-        made.append(Daemon(config, tmp_path))
-        return made[-1]
-
-    yield make
-    for daemon in made:
-        daemon.close()
+    made = Daemons(tmp_path)
+    yield made
+    made.close()
 
 
 @pytest.fixture

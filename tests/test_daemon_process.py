@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -14,6 +13,7 @@ import pytest
 
 from tests.conftest import MakeDaemon
 from tests.support.daemon import EXE
+from tests.support.orphans import alive, await_file, await_gone
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -140,24 +140,6 @@ def test_graceful_stop_lets_a_short_turn_finish(tmp_path: Path, daemons: MakeDae
         daemon.stop()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is gone for our purpose once reaped by anyone.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
-
-
-def _await_file(path: Path, timeout: float = 20) -> str:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
-    return path.read_text()
-
-
 def test_sigterm_during_a_turn_leaves_no_agent_process(tmp_path: Path, daemons: MakeDaemon) -> None:
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -171,12 +153,12 @@ def test_sigterm_during_a_turn_leaves_no_agent_process(tmp_path: Path, daemons: 
     url = daemon.start()
     task = _rpc(url, "SendMessage", _message("work", configuration={"returnImmediately": True}))
     task_id = task["result"]["task"]["id"]
-    child = int(_await_file(pids / f"{task_id}.pid"))
-    assert _alive(child)
+    child = int(await_file(pids / f"{task_id}.pid"))
+    assert alive(child)
 
     assert daemon.stop(signal.SIGTERM) == 0
 
-    assert not _alive(child)
+    assert not alive(child)
     url = daemon.start()
     try:
         failed = _rpc(url, "GetTask", {"id": task_id})["result"]
@@ -198,15 +180,14 @@ def test_a_second_signal_forces_exit(tmp_path: Path, daemons: MakeDaemon) -> Non
     daemon = daemons(config)
     url = daemon.start()
     task = _rpc(url, "SendMessage", _message("work", configuration={"returnImmediately": True}))
-    child = int(_await_file(pids / f"{task['result']['task']['id']}.pid"))
+    child = int(await_file(pids / f"{task['result']['task']['id']}.pid"))
     assert daemon.proc is not None
     daemon.proc.send_signal(signal.SIGTERM)
     _await_text(daemon.log_path, "daemon.stopping")
 
     assert daemon.stop(signal.SIGTERM, timeout=10) == 130
-    # Forced: the child was not stopped by the daemon; the test stops it by its PID.
-    if _alive(child):
-        os.killpg(child, signal.SIGKILL)
+    # Forced: the daemon killed its agent processes before it exited.
+    await_gone([child])
 
 
 def _await_text(path: Path, text: str, timeout: float = 10) -> None:

@@ -1,16 +1,98 @@
 """Agent subprocesses: started without a shell in a process group of their own, and stopped
-by one routine (terminate the group, wait with a deadline, kill, reap)."""
+by one routine (terminate the group, wait with a deadline, kill, reap).
+
+Every process started here also gets (Linux) a parent-death signal (SIGKILL when the daemon
+dies, through util-linux `setpriv`), the instance marker in its environment, and a record in
+the ledger the daemon installed, so a restarted daemon can stop what a killed one left behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import anyio
 from anyio.abc import Process
+
+from core.backend import procfs
+
+
+class ProcessLedger(Protocol):
+    """Where the daemon records the agent processes it starts (its store). `started` is
+    awaited before `spawn` returns; neither may raise."""
+
+    async def started(self, pid: int, pgid: int, start_time: int) -> None: ...
+
+    async def ended(self, pid: int) -> None: ...
+
+
+_ledger: list[ProcessLedger] = []
+# Spawns between fork and their record: their children are not known as ours yet.
+_spawning = [0]
+
+
+def spawn_in_progress() -> bool:
+    """Whether a `spawn` has started a process it has not recorded yet."""
+    return _spawning[0] > 0
+
+
+@contextlib.contextmanager
+def recording(ledger: ProcessLedger) -> Iterator[None]:
+    """Record every process started while this is entered (the daemon enters it once, for its
+    lifetime; a process has one daemon, so the ledger is process-wide)."""
+    _ledger.append(ledger)
+    try:
+        yield
+    finally:
+        _ledger.remove(ledger)
+
+
+async def track(pid: int) -> None:
+    """Record an agent process that someone else started (an SDK spawning its CLI)."""
+    info = procfs.read(pid)
+    if info is not None:
+        for ledger in _ledger:
+            await ledger.started(info.pid, info.pgid, info.start_time)
+
+
+async def untrack(pid: int) -> None:
+    for ledger in _ledger:
+        await ledger.ended(pid)
+
+
+@cache
+def _setpriv() -> str | None:
+    return shutil.which("setpriv") if os.path.isdir("/proc") else None
+
+
+def _executable(argv0: str, cwd: Path | None, env: Mapping[str, str] | None) -> str:
+    """`argv0` resolved as exec would, so a missing binary still fails here (FileNotFoundError,
+    as without a launcher) rather than inside the launcher."""
+    if os.sep in argv0:
+        path = Path(argv0) if Path(argv0).is_absolute() else (cwd or Path.cwd()) / argv0
+        if os.access(path, os.X_OK) and path.is_file():
+            return str(path)
+    else:
+        search = (env if env is not None else os.environ).get("PATH", os.defpath)
+        found = shutil.which(argv0, path=search)
+        if found is not None:
+            return found
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv0)
+
+
+def with_marker(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """`env` (None: inherit) plus this daemon's instance marker, when it has one."""
+    marker = os.environ.get(procfs.MARKER_VARIABLE)
+    if env is None or marker is None:
+        return dict(env) if env is not None else None
+    return {**env, procfs.MARKER_VARIABLE: marker}
 
 
 async def spawn(
@@ -20,13 +102,37 @@ async def spawn(
     env: Mapping[str, str] | None = None,
 ) -> Process:
     """Start `argv` (no shell) as the leader of a new process group, so stopping it also
-    stops whatever it started."""
-    return await anyio.open_process(
-        list(argv),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-    )
+    stops whatever it started. It is SIGKILLed if the daemon dies (Linux), carries the
+    instance marker, and is recorded before this returns."""
+    command = list(argv)
+    launcher = _setpriv()
+    if launcher is not None and command:
+        # setpriv sets PR_SET_PDEATHSIG, then execs: same pid, nothing left in between.
+        executable = _executable(command[0], cwd, env)
+        command = [launcher, "--pdeathsig", "KILL", "--", executable, *command[1:]]
+    _spawning[0] += 1
+    try:
+        process = await anyio.open_process(
+            command, cwd=cwd, env=with_marker(env), start_new_session=True
+        )
+        await track(process.pid)
+    finally:
+        _spawning[0] -= 1
+    return process
+
+
+async def wait_exited(pids: list[int]) -> None:
+    """Return once every process in `pids` has exited (pidfds: no polling). Bound it with a
+    cancel scope."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            await anyio.wait_readable(fd)
+        finally:
+            os.close(fd)
 
 
 def _signal_group(process: Process, sig: signal.Signals) -> None:
@@ -48,4 +154,5 @@ async def stop(process: Process, *, grace: float = 5.0) -> int:
         code = await process.wait()
         # The leader is gone; make sure nothing it started lingers in its group.
         _signal_group(process, signal.SIGKILL)
+        await untrack(process.pid)
     return code

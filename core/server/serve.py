@@ -11,6 +11,7 @@ from collections.abc import Callable
 import structlog
 from aiohttp import web
 
+from core.instance.guard import guarded
 from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
 from core.server.ratelog import LogSummary
@@ -61,13 +62,24 @@ def connection_limits(server: ServerSettings, open_files: int) -> ConnectionLimi
 async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None:
     """Bind, report the real URL (port 0 resolved), and stop cleanly on a signal: stop
     accepting, let running turns finish up to `server.shutdownTimeout`, then stop them and the
-    agents. A second signal exits at once."""
+    agents. A second signal exits at once, killing every agent process first. The whole run
+    holds the storage lock (StorageInUseError when another daemon has it) and its process
+    hygiene (`core.instance.guard`)."""
+    storage = settings.storage
+    async with guarded(storage.resolved_path() if storage.kind == "sqlite" else None) as guard:
+        await _serve(settings, on_listening, guard.force_stop)
+
+
+async def _serve(
+    settings: Settings, on_listening: Callable[[str], None], force_stop: Callable[[], None]
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
     def on_signal() -> None:
         if stop.is_set():
             log.warning("daemon.forced_exit")
+            force_stop()
             os._exit(FORCED_EXIT)
         log.info("daemon.stopping")
         stop.set()

@@ -27,42 +27,46 @@ class Daemon:
     def command(self) -> list[str]:
         return [str(EXE), "serve", str(self.config_path), "--port", "0"]
 
-    def start(self, *, open_files: int | None = None) -> str:
-        """Start and wait until it listens. `open_files`: the daemon's RLIMIT_NOFILE (soft and
-        hard, so it cannot raise it)."""
+    def _launch(self, stderr: Any, open_files: int | None = None) -> subprocess.Popen[str]:
         limit: Callable[[], None] | None = None
         if open_files is not None:
             limit = lambda: resource.setrlimit(  # noqa: E731 - runs in the child, before exec
                 resource.RLIMIT_NOFILE, (open_files, open_files)
             )
+        return subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
+            self.command(),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=limit,  # noqa: PLW1509 - only setrlimit, an async-signal-safe call
+        )
+
+    def start(self, *, open_files: int | None = None) -> str:
+        """Start and wait until it listens. `open_files`: the daemon's RLIMIT_NOFILE (soft and
+        hard, so it cannot raise it)."""
         with self.log_path.open("a") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
-                self.command(),
-                cwd=REPO,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                preexec_fn=limit,  # noqa: PLW1509 - only setrlimit, an async-signal-safe call
-            )
+            self.proc = self._launch(log, open_files)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         assert line.startswith("a2a-wrapper listening on http://127.0.0.1:"), line
         self.url = line.split()[-1]
         return self.url
 
-    def run_to_exit(self, timeout: float = 60) -> tuple[int, str, str]:
-        """Run a daemon expected to stop before it listens: exit code, stdout, stderr."""
-        done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-            self.command(),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        return done.returncode, done.stdout, done.stderr
+    def run_to_exit(self, timeout: float = 30) -> tuple[int, str, str]:
+        """Start a daemon expected to exit before it listens: its exit code, stdout, stderr."""
+        self.proc = self._launch(subprocess.PIPE)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        finally:
+            self.close()
+        return self.proc.returncode, out, err
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         assert self.proc is not None
@@ -83,3 +87,22 @@ class Daemon:
         """Make sure the process is gone (teardown; safe to call at any point)."""
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
+
+
+class Daemons:
+    """The daemons of one test: the first works in `root`, each later one in a folder of its
+    own (its config and log); `close` makes sure every one is gone (teardown)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.made: list[Daemon] = []
+
+    def __call__(self, config: dict[str, Any]) -> Daemon:
+        workdir = self.root / f"daemon{len(self.made)}" if self.made else self.root
+        workdir.mkdir(exist_ok=True)
+        self.made.append(Daemon(config, workdir))
+        return self.made[-1]
+
+    def close(self) -> None:
+        for daemon in self.made:
+            daemon.close()

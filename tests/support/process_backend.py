@@ -1,5 +1,6 @@
 """`ProcessBackend`: a backend whose every turn runs a real child process (`sleep`), for the
-tests that prove no agent process outlives a turn, a cancel or the daemon.
+tests that prove no agent process outlives a turn, a cancel or the daemon; `StubbornBackend`
+(below): one whose agents ignore being stopped.
 
 Options: `pidDir` (each turn writes `<task_id>.pid` there once its child runs), `seconds`
 (how long the child sleeps; default 600).
@@ -7,6 +8,7 @@ Options: `pidDir` (each turn writes `<task_id>.pid` there once its child runs), 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -69,4 +71,40 @@ class ProcessBackend:
         return [Diagnosis("sleep", ok=True, detail="/bin/sleep")]
 
     def resume_command(self, session_id: str) -> str | None:
+        return None
+
+
+# The agent of `StubbornBackend`: it starts `sleep` in a session of its own (as Node's detached
+# children do), ignores SIGTERM, writes "<own pid> <sleep pid>" to the file it is given, and
+# waits.
+STUBBORN_AGENT = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+tool = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getpid()} {tool.pid}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(1000)
+"""
+
+
+class StubbornBackend(ProcessBackend):
+    """A misbehaving backend: each turn runs an agent that starts a detached tool, and neither
+    `interrupt()` nor `aclose()` stops anything. Only the daemon's process hygiene can.
+    Options: `pidDir` (each turn writes `<task_id>.pids`: the agent's pid and its tool's)."""
+
+    name = "stubborn"
+
+    async def aclose(self) -> None:
+        return None
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        yield SessionBound(turn.session_id or f"stubborn-{turn.context_id}")
+        pids = self._pid_dir / f"{turn.task_id}.pids"
+        process = await spawn([sys.executable, "-c", STUBBORN_AGENT, str(pids)])
+        yield Progress(f"agent {process.pid} running")
+        await process.wait()
+        yield Text("agent exited")
+
+    async def interrupt(self, turn: Turn) -> None:
         return None

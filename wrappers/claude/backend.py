@@ -438,7 +438,7 @@ class ClaudeBackend:
             raise ClaudeStartError(
                 "Claude Code did not start (see the daemon log for its output)"
             ) from exc
-        pid = process.find_child(marker)
+        pid = await process.started(marker)
         log.info("claude.started", pid=pid, resume=resume)
         # A resumed session's cost starts from its earlier total (unknown after a restart).
         cost = self._costs.get(resume) if resume is not None else 0.0

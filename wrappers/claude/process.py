@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import suppress
-from pathlib import Path
 from typing import Protocol
 
 import anyio
 import structlog
 
+from core.backend import procfs
+from core.backend.process import track, untrack
+
 log = structlog.get_logger(__name__)
 
 MARKER_VARIABLE = "A2A_WRAPPER_AGENT_ID"
-PROC = Path("/proc")
 
 
 class Disconnectable(Protocol):
@@ -28,43 +29,30 @@ class Disconnectable(Protocol):
 
 def children(parent: int | None = None) -> list[int]:
     """Pids of the live children of `parent` (default: this process); [] without /proc."""
-    parent = os.getpid() if parent is None else parent
-    found = []
-    with suppress(OSError):
-        for entry in PROC.iterdir():
-            if not entry.name.isdigit():
-                continue
-            with suppress(OSError, ValueError, IndexError):
-                stat = (entry / "stat").read_text()
-                # Fields after the parenthesised command name: state, ppid, ...
-                fields = stat[stat.rindex(")") + 2 :].split()
-                if int(fields[1]) == parent and fields[0] != "Z":
-                    found.append(int(entry.name))
-    return found
+    return [info.pid for info in procfs.children(os.getpid() if parent is None else parent)]
 
 
 def find_child(marker: str) -> int | None:
     """The child of this process whose environment holds `MARKER_VARIABLE=marker`."""
-    needle = f"{MARKER_VARIABLE}={marker}".encode()
     for pid in children():
-        with suppress(OSError):
-            if needle in (PROC / str(pid) / "environ").read_bytes().split(b"\0"):
-                return pid
+        if procfs.environment_has(pid, MARKER_VARIABLE, marker):
+            return pid
     return None
+
+
+async def started(marker: str) -> int | None:
+    """The CLI the SDK just started for the client with `marker`, recorded for the daemon's
+    process hygiene (the SDK does not say its pid)."""
+    pid = find_child(marker)
+    if pid is not None:
+        await track(pid)
+    return pid
 
 
 def alive(pid: int) -> bool:
     """Whether `pid` still runs (an exited child not yet reaped counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with suppress(OSError, IndexError):
-        stat = (PROC / str(pid) / "stat").read_text()
-        return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
-    return True
+    info = procfs.read(pid)
+    return info is not None and not info.zombie
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
@@ -97,3 +85,5 @@ async def stop(client: Disconnectable, pid: int | None, *, grace: float, force: 
             await anyio.sleep(grace)
             log.warning("claude.kill", pid=pid)
             _signal(pid, signal.SIGKILL)
+    if pid is not None:
+        await untrack(pid)

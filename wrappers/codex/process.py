@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import Process
 
-from core.backend.process import stop
+from core.backend.process import stop, wait_exited
 
 
 async def stop_agent_process(process: Process, *, grace: float = 5.0) -> int:
@@ -38,20 +38,6 @@ def thread_commands(thread_id: str, proc: Path = Path("/proc")) -> list[int]:
         if wanted in environ and any(v.startswith(b"CODEX_TOOL_CALL_ID=") for v in environ):
             found.append(int(entry.name))
     return found
-
-
-async def wait_exited(pids: list[int]) -> None:
-    """Return once every process in `pids` has exited (pidfds: no polling). Bound it with a
-    cancel scope."""
-    for pid in pids:
-        try:
-            fd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            continue
-        try:
-            await anyio.wait_readable(fd)
-        finally:
-            os.close(fd)
 
 
 async def stop_thread_commands(thread_id: str, *, grace: float) -> None:

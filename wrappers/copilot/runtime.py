@@ -17,9 +17,10 @@ import structlog
 from anyio.abc import TaskGroup
 from copilot import CopilotClient, RuntimeConnection
 
-from core.backend import binaries
+from core.backend import binaries, procfs
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource
 from core.backend.config.copilot import CopilotConfig
+from core.backend.process import track, untrack
 
 log = structlog.get_logger(__name__)
 
@@ -161,6 +162,9 @@ class CopilotRuntime:
             await _force_stop(child)
             raise CopilotUnavailableError(f"the copilot CLI did not start: {exc}") from exc
         child.process = _process_of(client)
+        if child.process is not None:
+            # The SDK started it: record it for the daemon's process hygiene.
+            await track(child.process.pid)
         try:
             status = await client.get_status()
             child.version = status.version
@@ -175,6 +179,7 @@ class CopilotRuntime:
         """Wait for the process to end; a thread waits, abandoned when the watch is cancelled
         (the process ends at shutdown anyway)."""
         child.returncode = await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+        await untrack(process.pid)
         child.exited.set()
         if not self._closing:
             log.warning("copilot.exited", generation=child.generation, returncode=child.returncode)
@@ -243,21 +248,10 @@ def _close_pipes(child: Child) -> None:
 def kill_descendants(pid: int) -> None:
     """SIGKILL every process below `pid` (their process groups, unless one is ours). Linux
     (/proc); elsewhere nothing is found and nothing is killed."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            after_name = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(after_name[1]), []).append(int(entry.name))
     own_group = os.getpgrp()
-    pending = list(children.get(pid, []))
-    while pending:
-        descendant = pending.pop()
-        pending.extend(children.get(descendant, []))
+    for descendant in procfs.descendants(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            group = os.getpgid(descendant)
-            if group != own_group:
-                os.killpg(group, signal.SIGKILL)
+            if descendant.pgid != own_group:
+                os.killpg(descendant.pgid, signal.SIGKILL)
             else:
-                os.kill(descendant, signal.SIGKILL)
+                os.kill(descendant.pid, signal.SIGKILL)
