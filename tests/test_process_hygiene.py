@@ -122,7 +122,9 @@ def test_a_storage_lock_that_cannot_be_created_is_one_line(
 
     assert code == 3  # a storage failure (docs/operations.md, Start-up failures)
     (line,) = err.strip().splitlines()
-    assert line.startswith(f"a2a-wrapper: storage {storage}: cannot create the lock file ")
+    assert line.startswith(
+        f"a2a-wrapper: cannot open the storage at {storage}: cannot create its lock file "
+    )
 
 
 def test_memory_storage_takes_no_lock(tmp_path: Path, daemons: MakeDaemon) -> None:

@@ -106,6 +106,12 @@ def test_a_full_disk_makes_ready_503_until_space_is_free(
     assert daemon.stop() == 0
 
 
+def operator_lines(stderr: str) -> list[str]:
+    """What the operator reads: stderr without the structured log lines (JSON), which may come
+    first (the daemon's instance line, a lowered open-file limit)."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("{")]
+
+
 def test_a_backend_that_cannot_start_is_one_line_and_exit_4(
     tmp_path: Path, daemons: MakeDaemon
 ) -> None:
@@ -118,8 +124,9 @@ def test_a_backend_that_cannot_start_is_one_line_and_exit_4(
 
     assert code == 4, stderr
     assert "listening" not in stdout
-    lines = stderr.strip().splitlines()
+    lines = operator_lines(stderr)
     assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
     # ClaudeStartError's own text, which lists every problem it found.
     assert lines[0].startswith(
         f"a2a-wrapper: the backend cannot start: claude.workingDirectory {missing} does not exist"
@@ -137,8 +144,9 @@ def test_an_unwritable_storage_path_is_one_line_and_exit_3(
 
     assert code == 3, stderr
     assert "listening" not in stdout
-    lines = stderr.strip().splitlines()
+    lines = operator_lines(stderr)
     assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
     assert lines[0].startswith(
         f"a2a-wrapper: cannot open the storage at {not_a_dir / 'tasks.sqlite3'}: "
     )
@@ -161,8 +169,7 @@ def test_an_address_in_use_is_one_line_and_exit_5(tmp_path: Path) -> None:
             check=False,
         )
     assert done.returncode == 5, done.stderr
-    # Structured log lines (JSON) may come first, e.g. where the open-file limit is low.
-    lines = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    lines = operator_lines(done.stderr)
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"a2a-wrapper: cannot listen on 127.0.0.1:{port}: ")
     assert "Traceback" not in done.stderr

@@ -42,7 +42,8 @@ def storage_lock(storage: Path) -> Iterator[None]:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as exc:
         raise StorageLockError(
-            f"storage {storage}: cannot create the lock file {path}: {exc.strerror}"
+            f"cannot open the storage at {storage}: "
+            f"cannot create its lock file {path}: {exc.strerror}"
         ) from exc
     try:
         try:
