@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +59,22 @@ class Daemon:
         """Make sure the process is gone (teardown; safe to call at any point)."""
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
+
+
+MakeDaemon = Callable[[dict[str, Any]], Daemon]
+
+
+@contextmanager
+def daemon_pool(workdir: Path) -> Iterator[MakeDaemon]:
+    """Make daemons in `workdir`; each is stopped on exit, even when a test fails half-way."""
+    made: list[Daemon] = []
+
+    def make(config: dict[str, Any]) -> Daemon:
+        made.append(Daemon(config, workdir))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for daemon in made:
+            daemon.close()
