@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 from core.server.app import create_app
 from core.settings import Settings, load
 from core.tasks.store import InMemoryTaskStore, TaskStore
-from tests.support.daemon import Daemon, Daemons
+from tests.support.daemon import Daemons, MakeDaemon
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -65,9 +65,6 @@ def make_client(
 @pytest.fixture
 async def client(make_client: MakeClient) -> Client:
     return await make_client()
-
-
-MakeDaemon = Callable[[dict[str, Any]], Daemon]
 
 
 @pytest.fixture

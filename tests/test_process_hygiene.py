@@ -18,19 +18,9 @@ import httpx
 import pytest
 
 from core.backend import procfs
-from tests.support.daemon import Daemon, Daemons
 from tests.support.orphans import alive, await_file, await_gone, await_logged
 
 V1 = {"A2A-Version": "1.0"}
-MakeDaemon = Callable[[dict[str, Any]], Daemon]
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
-    """Daemons made here are stopped at teardown even when the test fails half-way."""
-    made = Daemons(tmp_path)
-    yield made
-    made.close()
 
 
 @pytest.fixture

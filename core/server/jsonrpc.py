@@ -22,6 +22,7 @@ from core.server.errors import as_daemon_error
 from core.server.keys import CARD, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
+from core.wire import strict_json
 from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
 from core.wire.jsonrpc import (
     EnvelopeError,
@@ -36,7 +37,9 @@ from core.wire.versions import V0_3, V1_0, require
 
 def _reply(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> web.Response:
     error = as_daemon_error(exc, debug=debug)
-    return web.json_response(failure(request_id, jsonrpc_error(error, dialect)))
+    return web.json_response(
+        failure(request_id, jsonrpc_error(error, dialect)), dumps=strict_json.dumps
+    )
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -67,7 +70,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return await stream_events(
             request, _frames(rpc.id, result.events, dialect, debug), ping_interval=ping
         )
-    return web.json_response(success(rpc.id, result))
+    return web.json_response(success(rpc.id, result), dumps=strict_json.dumps)
 
 
 async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> rpc_v1.Result:

@@ -6,7 +6,6 @@ streams, which are `text/event-stream`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,12 +17,12 @@ from core.server.errors import as_daemon_error
 from core.server.keys import CARD, SETTINGS
 from core.server.negotiation import check_extensions, request_version
 from core.server.sse import frame, stream_events
+from core.wire import strict_json
 from core.wire.errors import (
     DaemonError,
     InvalidParamsError,
     MethodNotAllowedError,
     MethodNotFoundError,
-    ParseError,
     PushNotificationNotSupportedError,
     protocol_name,
     rest_error,
@@ -43,7 +42,7 @@ def error_response(error: DaemonError, *, legacy: bool = False) -> web.Response:
     status, body = rest_error(error)
     if legacy:
         body = {**body, "type": protocol_name(error), "message": error.message}
-    return web.json_response(body, status=status)
+    return web.json_response(body, status=status, dumps=strict_json.dumps)
 
 
 async def json_body(request: web.Request) -> dict[str, Any]:
@@ -51,10 +50,7 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     raw = await read_json_body(request)
     if not raw.strip():
         return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ParseError(f"Invalid JSON payload: {exc}") from exc
+    body = strict_json.loads(raw)
     if not isinstance(body, dict):
         raise InvalidParamsError("The request body must be a JSON object")
     return body
@@ -108,7 +104,7 @@ def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> En
         except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
             return error_response(as_daemon_error(exc, debug=debug), legacy=legacy)
         if isinstance(result, dict | list):
-            return web.json_response(result)
+            return web.json_response(result, dumps=strict_json.dumps)
         return await stream_events(
             request,
             _frames(result, debug=debug),

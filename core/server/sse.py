@@ -7,13 +7,14 @@ the task behind it keeps running.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 from aiohttp import web
+
+from core.wire import strict_json
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream",
@@ -24,7 +25,7 @@ SSE_HEADERS = {
 
 def frame(data: dict[str, Any], event: str | None = None) -> bytes:
     head = f"event: {event}\r\n" if event else ""
-    return f"{head}data: {json.dumps(data, separators=(',', ':'))}\r\n\r\n".encode()
+    return f"{head}data: {strict_json.dumps(data, compact=True)}\r\n\r\n".encode()
 
 
 async def stream_events(

@@ -1,4 +1,8 @@
-"""SQLite session store: a table in the tasks database, one connection on a worker thread."""
+"""SQLite session store: a table in the tasks database, one connection on a worker thread.
+
+A mapping that cannot be read is treated as absent (the next turn of its context starts a fresh
+session, whose mapping replaces the row) and left out of the sweep.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.sessions.store import SessionRecord
-from core.sqlite_db import SqliteDatabase
+from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -38,17 +42,28 @@ def _ts(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _record(row: tuple[str, str, str, str, str, str, int]) -> SessionRecord:
+def _record(row: tuple[object, ...]) -> SessionRecord:
+    """Decode a row, checking each column's type (SQLite keeps whatever it was given)."""
     principal, context_id, backend, session_id, created, used, turns = row
+    texts = (principal, context_id, backend, session_id, created, used)
+    if not all(isinstance(v, str) for v in texts) or type(turns) is not int:
+        raise TypeError("a column has the wrong type")
     return SessionRecord(
-        principal=principal,
-        context_id=context_id,
-        backend=backend,
-        session_id=session_id,
-        created_at=datetime.fromisoformat(created),
-        last_used_at=datetime.fromisoformat(used),
+        principal=str(principal),
+        context_id=str(context_id),
+        backend=str(backend),
+        session_id=str(session_id),
+        created_at=_when(str(created)),
+        last_used_at=_when(str(used)),
         turns=turns,
     )
+
+
+def _when(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("a timestamp without a time zone")
+    return moment
 
 
 class SqliteSessionStore:
@@ -61,15 +76,24 @@ class SqliteSessionStore:
     async def close(self) -> None:
         await self._db.close()
 
+    def _decode(self, row: tuple[object, ...]) -> SessionRecord | None:
+        try:
+            return _record(row)
+        except ROW_ERRORS as exc:
+            key = {"principal": row[0], "context_id": row[1]}
+            self._db.unreadable("sessions", key, exc)
+            return None
+
     async def get(self, principal: str, context_id: str) -> SessionRecord | None:
-        def read(conn: sqlite3.Connection) -> SessionRecord | None:
-            row = conn.execute(
+        def read(conn: sqlite3.Connection) -> tuple[object, ...] | None:
+            row: tuple[object, ...] | None = conn.execute(
                 f"SELECT {_COLUMNS} FROM sessions WHERE principal = ? AND context_id = ?",  # noqa: S608 - constant column list
                 (principal, context_id),
             ).fetchone()
-            return _record(row) if row else None
+            return row
 
-        return await self._db.run(read)
+        row = await self._db.run(read)
+        return self._decode(row) if row else None
 
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -143,14 +167,15 @@ class SqliteSessionStore:
         return await self._db.run(purge)
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
-        def read(conn: sqlite3.Connection) -> list[SessionRecord]:
-            rows = conn.execute(
+        def read(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+            rows: list[tuple[object, ...]] = conn.execute(
                 f"SELECT {_COLUMNS} FROM sessions WHERE created_at < ?",  # noqa: S608 - constant column list
                 (_ts(cutoff),),
             ).fetchall()
-            return [_record(r) for r in rows]
+            return rows
 
-        return await self._db.run(read)
+        rows = await self._db.run(read)
+        return [r for r in map(self._decode, rows) if r is not None]
 
     async def count(self) -> int:
         def read(conn: sqlite3.Connection) -> int:

@@ -1,12 +1,17 @@
-"""SQLite push store: `push_configs` and the `push_outbox` table in the tasks database file."""
+"""SQLite push store: `push_configs` and the `push_outbox` table in the tasks database file.
+
+A config or outbox row that cannot be read is left out (a config is then not found, a delivery
+not attempted) and reported once; it never stops a start.
+"""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
-from typing import cast
+from typing import cast, get_args
 
-from core.sqlite_db import SqliteDatabase
+from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 from core.tasks.push_store import Delivery, PushVersion, StoredConfig
 from core.wire.models import TaskPushNotificationConfig
 
@@ -36,9 +41,26 @@ def _config_json(config: TaskPushNotificationConfig) -> str:
     return config.model_dump_json(by_alias=True, exclude_none=True)
 
 
-def _stored(principal: str, version: str, body: str) -> StoredConfig:
-    config = TaskPushNotificationConfig.model_validate_json(body)
-    return StoredConfig(principal, cast(PushVersion, version), config)
+def _version(value: object) -> PushVersion:
+    if value not in get_args(PushVersion):
+        raise ValueError("unknown protocol version")
+    return cast(PushVersion, value)
+
+
+def _config(body: object) -> TaskPushNotificationConfig:
+    if not isinstance(body, str | bytes):
+        raise TypeError(f"config is {type(body).__name__}")
+    return TaskPushNotificationConfig.model_validate_json(body)
+
+
+def _delivery(row: tuple[object, ...]) -> Delivery:
+    seq, principal, version, config, body, attempts = row
+    if type(seq) is not int or type(attempts) is not int or not isinstance(principal, str):
+        raise TypeError("a column has the wrong type")
+    if not isinstance(body, str):
+        raise TypeError(f"body is {type(body).__name__}")
+    json.loads(body)  # the webhook gets it as it is: it must be JSON
+    return Delivery(seq, principal, _version(version), _config(config), body, attempts)
 
 
 class SqlitePushStore:
@@ -64,25 +86,36 @@ class SqlitePushStore:
 
         await self._db.run(put)
 
+    def _stored(
+        self, principal: str, task_id: str, row: tuple[object, object, object]
+    ) -> StoredConfig | None:
+        config_id, version, body = row
+        try:
+            return StoredConfig(principal, _version(version), _config(body))
+        except ROW_ERRORS as exc:
+            key = {"principal": principal, "task_id": task_id, "id": config_id}
+            self._db.unreadable("push_configs", key, exc)
+            return None
+
     async def get_config(self, principal: str, task_id: str, config_id: str) -> StoredConfig | None:
         found = await self._db.run(
             lambda c: c.execute(
-                "SELECT version, body FROM push_configs "
+                "SELECT id, version, body FROM push_configs "
                 "WHERE principal = ? AND task_id = ? AND id = ?",
                 (principal, task_id, config_id),
             ).fetchone()
         )
-        return _stored(principal, found[0], found[1]) if found else None
+        return self._stored(principal, task_id, found) if found else None
 
     async def list_configs(self, principal: str, task_id: str) -> list[StoredConfig]:
         rows = await self._db.run(
             lambda c: c.execute(
-                "SELECT version, body FROM push_configs WHERE principal = ? AND task_id = ? "
+                "SELECT id, version, body FROM push_configs WHERE principal = ? AND task_id = ? "
                 "ORDER BY created",
                 (principal, task_id),
             ).fetchall()
         )
-        return [_stored(principal, version, body) for version, body in rows]
+        return [s for s in (self._stored(principal, task_id, r) for r in rows) if s is not None]
 
     async def delete_config(self, principal: str, task_id: str, config_id: str) -> None:
         await self._db.run(
@@ -130,17 +163,13 @@ class SqlitePushStore:
                 "ORDER BY seq"
             ).fetchall()
         )
-        return [
-            Delivery(
-                seq,
-                principal,
-                cast(PushVersion, version),
-                TaskPushNotificationConfig.model_validate_json(config),
-                body,
-                attempts,
-            )
-            for seq, principal, version, config, body, attempts in rows
-        ]
+        pending = []
+        for row in rows:
+            try:
+                pending.append(_delivery(row))
+            except ROW_ERRORS as exc:
+                self._db.unreadable("push_outbox", {"seq": row[0]}, exc)
+        return pending
 
     async def record_attempt(self, seq: int, attempts: int) -> None:
         await self._db.run(

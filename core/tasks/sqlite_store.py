@@ -1,4 +1,10 @@
-"""SQLite task store: one file, WAL journal, every call on a worker thread (`SqliteDatabase`)."""
+"""SQLite task store: one file, WAL journal, every call on a worker thread (`SqliteDatabase`).
+
+The `body` column holds the task; the other columns index it. A body that cannot be read is
+skipped by listings (paging goes on past it), answers `TaskUnreadableError` (a TaskNotFound)
+to a read, and, if its task was running when a daemon stopped, is marked FAILED in the index
+at the next start so retention removes it in time.
+"""
 
 from __future__ import annotations
 
@@ -10,17 +16,19 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from core.sqlite_db import SqliteDatabase
+from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 from core.tasks.store import (
     ACTIVE_STATES,
     TaskPage,
     TaskQuery,
+    cursor_of,
     decode_cursor,
-    encode_cursor,
     failed_by_restart,
     sort_key,
 )
 from core.wire.base import format_timestamp
+from core.wire.enums import TaskState
+from core.wire.errors import TaskUnreadableError
 from core.wire.models import Task
 
 _SCHEMA = """
@@ -84,13 +92,30 @@ class SqliteTaskStore:
             lambda c: c.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
         )
 
+    def _read(self, principal: str, task_id: object, body: object) -> Task | None:
+        try:
+            if not isinstance(body, str | bytes):
+                raise TypeError(f"body is {type(body).__name__}")
+            return Task.model_validate_json(body)
+        except ROW_ERRORS as exc:
+            self._db.unreadable("tasks", {"principal": principal, "id": task_id}, exc)
+            return None
+
     async def get(self, principal: str, task_id: str) -> Task | None:
         row = await self._db.run(
             lambda c: c.execute(
                 "SELECT body FROM tasks WHERE principal = ? AND id = ?", (principal, task_id)
             ).fetchone()
         )
-        return Task.model_validate_json(row[0]) if row else None
+        if row is None:
+            return None
+        task = self._read(principal, task_id, row[0])
+        if task is None:
+            raise TaskUnreadableError(
+                f"Task {task_id} cannot be read from the daemon's storage (its record is "
+                "damaged), so it is treated as not found"
+            )
+        return task
 
     async def delete(self, principal: str, task_id: str) -> None:
         await self._db.run(
@@ -118,20 +143,20 @@ class SqliteTaskStore:
             page_where += " AND (status_ts < ? OR (status_ts = ? AND id < ?))"
             page_args += [ts, ts, task_id]
 
-        def read(c: sqlite3.Connection) -> tuple[int, list[str]]:
+        def read(c: sqlite3.Connection) -> tuple[int, list[tuple[object, object, object]]]:
             total = c.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]  # noqa: S608 - only fixed clauses are interpolated
             rows = c.execute(
-                f"SELECT body FROM tasks WHERE {page_where} "  # noqa: S608 - only fixed clauses are interpolated
+                f"SELECT status_ts, id, body FROM tasks WHERE {page_where} "  # noqa: S608 - only fixed clauses are interpolated
                 "ORDER BY status_ts DESC, id DESC LIMIT ?",
                 [*page_args, query.page_size + 1],
             ).fetchall()
-            return total, [r[0] for r in rows]
+            return total, rows
 
-        total, bodies = await self._db.run(read)
-        tasks = [Task.model_validate_json(b) for b in bodies]
-        more = len(tasks) > query.page_size
-        tasks = tasks[: query.page_size]
-        token = encode_cursor(tasks[-1]) if more and tasks else ""
+        total, rows = await self._db.run(read)
+        page = rows[: query.page_size]
+        tasks = [t for _, row_id, body in page if (t := self._read(principal, row_id, body))]
+        # The cursor comes from the index columns, so paging passes unreadable rows too.
+        token = cursor_of(str(page[-1][0]), str(page[-1][1])) if len(rows) > len(page) else ""
         return TaskPage(tasks, token, total)
 
     async def fail_unfinished(self, reason: str) -> int:
@@ -139,10 +164,17 @@ class SqliteTaskStore:
 
         def reconcile(c: sqlite3.Connection) -> int:
             rows = c.execute(
-                "SELECT principal, body FROM tasks WHERE state IN (?, ?)", states
+                "SELECT principal, id, body FROM tasks WHERE state IN (?, ?)", states
             ).fetchall()
-            for principal, body in rows:
-                task = failed_by_restart(Task.model_validate_json(body), reason)
+            for principal, task_id, body in rows:
+                stored = self._read(principal, task_id, body)
+                if stored is None:
+                    c.execute(
+                        "UPDATE tasks SET state = ? WHERE principal = ? AND id = ?",
+                        (TaskState.FAILED.value, principal, task_id),
+                    )
+                    continue
+                task = failed_by_restart(stored, reason)
                 c.execute(
                     "UPDATE tasks SET state = ?, status_ts = ?, body = ? "
                     "WHERE principal = ? AND id = ?",
@@ -151,7 +183,7 @@ class SqliteTaskStore:
                         sort_key(task)[0],
                         task.model_dump_json(by_alias=True, exclude_none=True),
                         principal,
-                        task.id,
+                        task_id,
                     ),
                 )
             return len(rows)

@@ -52,12 +52,16 @@ class TaskStore(Protocol):
     async def save(self, principal: str, task: Task) -> None:
         """Insert or replace the snapshot of `task`."""
 
-    async def get(self, principal: str, task_id: str) -> Task | None: ...
+    async def get(self, principal: str, task_id: str) -> Task | None:
+        """None when there is no such task; `TaskUnreadableError` when it is stored but its
+        record cannot be decoded."""
+        ...
 
     async def delete(self, principal: str, task_id: str) -> None: ...
 
     async def list(self, principal: str, query: TaskQuery) -> TaskPage:
-        """Tasks newest first by status timestamp (ties by id, descending), cursor-paged."""
+        """Tasks newest first by status timestamp (ties by id, descending), cursor-paged.
+        Records that cannot be decoded are left out (a page may then be short)."""
 
     async def fail_unfinished(self, reason: str) -> int:
         """Mark every SUBMITTED/WORKING task FAILED with `reason`; returns how many."""
@@ -72,7 +76,12 @@ def sort_key(task: Task) -> tuple[str, str]:
 
 
 def encode_cursor(task: Task) -> str:
-    raw = json.dumps(list(sort_key(task))).encode()
+    return cursor_of(*sort_key(task))
+
+
+def cursor_of(status_ts: str, task_id: str) -> str:
+    """The page token that resumes after the task with this sort key."""
+    raw = json.dumps([status_ts, task_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

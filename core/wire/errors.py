@@ -68,6 +68,15 @@ class TaskNotFoundError(DaemonError):
     default_message = "Task not found"
 
 
+class TaskUnreadableError(TaskNotFoundError):
+    """The task is stored but its record cannot be decoded (the daemon logs which)."""
+
+    default_message = (
+        "The task cannot be read from the daemon's storage (its record is damaged), "
+        "so it is treated as not found"
+    )
+
+
 class TaskNotCancelableError(DaemonError):
     default_message = "Task cannot be canceled"
 
@@ -120,6 +129,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     InvalidParamsError: WireForm(-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", -32602),
     InternalError: WireForm(-32603, "INTERNAL_ERROR", 500, "INTERNAL", -32603),
     TaskNotFoundError: WireForm(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", -32001),
+    TaskUnreadableError: WireForm(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", -32001),
     TaskNotCancelableError: WireForm(
         -32002, "TASK_NOT_CANCELABLE", 409, "FAILED_PRECONDITION", -32002
     ),

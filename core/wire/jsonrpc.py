@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from core.wire import strict_json
 from core.wire.errors import DaemonError, InvalidParamsError, InvalidRequestError, ParseError
 
 RequestId = str | int | None
@@ -29,9 +29,9 @@ class EnvelopeError(Exception):
 
 def parse_request(body: bytes) -> RpcRequest:
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EnvelopeError(ParseError(f"Invalid JSON payload: {exc}")) from exc
+        data = strict_json.loads(body)
+    except ParseError as exc:
+        raise EnvelopeError(exc) from exc
     if isinstance(data, list):
         raise EnvelopeError(InvalidRequestError("Batch requests are not supported"))
     if not isinstance(data, dict):

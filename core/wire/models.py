@@ -15,6 +15,7 @@ from core.wire.base import Timestamp, WireModel
 from core.wire.enums import RoleField, TaskState, TaskStateField
 
 Metadata = dict[str, JsonValue]
+_CONTENT = ("text", "raw", "url", "data")
 
 
 class Part(WireModel):
@@ -31,11 +32,22 @@ class Part(WireModel):
     @model_validator(mode="before")
     @classmethod
     def _one_content(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            present = [k for k in ("text", "raw", "url", "data") if k in value]
-            if len(present) != 1:
-                raise ValueError("a part must hold exactly one of text, raw, url, data")
-        return value
+        """ProtoJSON reads a null member as unset, so `{"text": null}` holds no content. A
+        part without content could be stored but never read back: refuse it here, naming the
+        null member. (`data: null` is refused too: nothing could tell it from no data.)"""
+        if not isinstance(value, dict):
+            return value
+        given = [k for k in _CONTENT if k in value]
+        present = [k for k in given if value[k] is not None]
+        if len(present) == 1:
+            return {k: v for k, v in value.items() if k not in given or k == present[0]}
+        if not present and given:
+            nulls = " and ".join(given)
+            raise ValueError(
+                f"{nulls} {'is' if len(given) == 1 else 'are'} null; a part must hold exactly "
+                "one of text, raw, url, data"
+            )
+        raise ValueError("a part must hold exactly one of text, raw, url, data")
 
     @field_validator("raw")
     @classmethod

@@ -48,22 +48,11 @@ def _part_in(part: Any, where: str) -> Any:
         kind = next((k for k in ("text", "file", "data") if k in part), None)
     match kind:
         case "text":
-            return {"text": part.get("text"), **common}
+            if part.get("text") is None:
+                raise _missing(f"{where}.text", "a text part needs its text")
+            return {"text": part["text"], **common}
         case "file":
-            file = part.get("file")
-            if not isinstance(file, dict):
-                raise InvalidParamsError(
-                    f"{where}.file must be an object", violations=[(f"{where}.file", "required")]
-                )
-            out: dict[str, Any] = dict(common)
-            if "bytes" in file:
-                out["raw"] = file["bytes"]
-            if "uri" in file:
-                out["url"] = file["uri"]
-            for src, dst in (("name", "filename"), ("mimeType", "mediaType")):
-                if file.get(src) is not None:
-                    out[dst] = file[src]
-            return out
+            return _file_in(part.get("file"), common, where)
         case "data":
             data = part.get("data")
             metadata = common.get("metadata")
@@ -73,10 +62,33 @@ def _part_in(part: Any, where: str) -> Any:
                 and isinstance(data, dict)
             ):
                 data = data.get("value")
+            if data is None:
+                raise _missing(f"{where}.data", "a data part needs a value other than null")
             return {"data": data, **common}
     raise InvalidParamsError(
         f"Unsupported part kind {kind!r}", violations=[(f"{where}.kind", "unsupported kind")]
     )
+
+
+def _file_in(file: Any, common: dict[str, Any], where: str) -> dict[str, Any]:
+    if not isinstance(file, dict):
+        raise _missing(f"{where}.file", f"{where}.file must be an object")
+    out: dict[str, Any] = dict(common)
+    if file.get("bytes") is not None:
+        out["raw"] = file["bytes"]
+    if file.get("uri") is not None:
+        out["url"] = file["uri"]
+    if "raw" not in out and "url" not in out:
+        raise _missing(f"{where}.file", "a file part needs its bytes or its uri")
+    for src, dst in (("name", "filename"), ("mimeType", "mediaType")):
+        if file.get(src) is not None:
+            out[dst] = file[src]
+    return out
+
+
+def _missing(field: str, why: str) -> InvalidParamsError:
+    """A part without content (absent or null) could be stored but never read back."""
+    return InvalidParamsError(f"Invalid params: {field}: {why}", violations=[(field, why)])
 
 
 def message_in(message: Any, where: str = "message") -> Any:

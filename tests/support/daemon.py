@@ -89,6 +89,9 @@ class Daemon:
             self.kill()
 
 
+MakeDaemon = Callable[[dict[str, Any]], Daemon]
+
+
 class Daemons:
     """The daemons of one test: the first works in `root`, each later one in a folder of its
     own (its config and log); `close` makes sure every one is gone (teardown)."""

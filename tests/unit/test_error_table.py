@@ -15,6 +15,7 @@ CASES = [
     (e.InvalidParamsError, -32602, -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
     (e.InternalError, -32603, -32603, 500, "INTERNAL", "INTERNAL_ERROR"),
     (e.TaskNotFoundError, -32001, -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
+    (e.TaskUnreadableError, -32001, -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
     (e.TaskNotCancelableError, -32002, -32002, 409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),
     (
         e.PushNotificationNotSupportedError,
@@ -116,6 +117,7 @@ def test_violations_become_bad_request_details() -> None:
 
 def test_protocol_name_is_the_most_general_listed_class() -> None:
     assert e.protocol_name(e.TaskNotFoundError()) == "TaskNotFoundError"
+    assert e.protocol_name(e.TaskUnreadableError()) == "TaskNotFoundError"
     assert e.protocol_name(e.PayloadTooLargeError()) == "InvalidRequestError"
     assert e.protocol_name(e.MethodNotAllowedError()) == "MethodNotFoundError"
 
