@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from core.backend import procfs
+from tests.support.daemon import MakeDaemon
 from tests.support.orphans import alive, await_file, await_gone, await_logged
 
 V1 = {"A2A-Version": "1.0"}
