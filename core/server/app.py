@@ -93,7 +93,7 @@ def create_app(
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
-    storage, session, timeouts = settings.storage, settings.session, settings.timeouts
+    storage, session = settings.storage, settings.session
     agent = backend or registry.create_backend(settings.backend, backend_config(settings))
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
@@ -109,27 +109,9 @@ def create_app(
     service = TaskService(
         store or build_store(settings),
         agent,
+        settings.engine(),
         sessions=sessions,
-        session_cleanup_interval=session.cleanup_interval / 1000,
-        max_queued_turns=session.max_queued_turns,
-        max_concurrent_turns=settings.server.max_concurrent_turns,
-        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
-        max_waiting_turns=settings.server.max_queued_turns,
-        max_parts=settings.server.max_parts,
-        max_file_bytes=settings.server.max_file_bytes,
-        shutdown_timeout=settings.server.shutdown_timeout / 1000,
-        turn_timeout=timeouts.turn / 1000 or None,
-        idle_timeout=timeouts.idle / 1000 or None,
-        retention=retention,
-        sweep_interval=storage.sweep_interval / 1000,
-        output_mode=settings.output.mode,
-        progress=settings.output.progress,
-        reasoning=settings.output.reasoning,
-        debug_errors=settings.server.debug_errors,
         hooks=build_hooks(settings),
-        approvals=settings.approvals.mode,
-        approval_timeout=settings.approvals.timeout / 1000,
-        approval_on_timeout=settings.approvals.on_timeout,
         push=build_push(settings, push_store, push_sender),
     )
     app[SERVICE] = service

@@ -95,6 +95,34 @@ class SqliteSessionStore:
         row = await self._db.run(read)
         return self._decode(row) if row else None
 
+    async def lookup(self, principal: str, context_id: str) -> tuple[SessionRecord | None, bool]:
+        def read(conn: sqlite3.Connection) -> tuple[tuple[object, ...] | None, bool]:
+            row: tuple[object, ...] | None = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE principal = ? AND context_id = ?",  # noqa: S608 - constant column list
+                (principal, context_id),
+            ).fetchone()
+            if row is not None:
+                return row, False
+            cursor = conn.execute(
+                "DELETE FROM session_tombstones WHERE principal = ? AND context_id = ?",
+                (principal, context_id),
+            )
+            return None, cursor.rowcount > 0
+
+        row, expired = await self._db.run(read)
+        return (self._decode(row) if row else None), expired
+
+    async def touch(
+        self, principal: str, context_id: str, session_id: str, used_at: datetime
+    ) -> None:
+        await self._db.run(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET last_used_at = ?, turns = turns + 1 "
+                "WHERE principal = ? AND context_id = ? AND session_id = ?",
+                (_ts(used_at), principal, context_id, session_id),
+            )
+        )
+
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
