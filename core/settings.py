@@ -34,6 +34,15 @@ from core.backend.config.claude import ClaudeConfig
 from core.backend.config.codex import CodexConfig
 from core.backend.config.copilot import CopilotConfig
 from core.backend.config.opencode import OpencodeConfig
+from core.settings_engine import (
+    ApprovalSettings,
+    HookSettings,
+    OutputSettings,
+    SessionSettings,
+    TimeoutSettings,
+    engine_config,
+)
+from core.tasks.engine_config import EngineConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
@@ -225,75 +234,6 @@ class StorageSettings(Block):
         return Path(state) / "a2a-wrapper" / "tasks.sqlite3"
 
 
-class SessionSettings(Block):
-    reuse_by_context: bool = Field(
-        default=True,
-        description="Continue a context's backend session on every message of that context; "
-        "false = a fresh backend session per message",
-    )
-    ttl: int = Field(
-        default=0, ge=0, description="ms from a session's creation until it expires; 0 = never"
-    )
-    cleanup_interval: int = Field(
-        default=300_000,
-        ge=0,
-        description="ms between sweeps that drop expired sessions; 0 = no sweep; only when ttl > 0",
-    )
-    max_queued_turns: int = Field(
-        default=16, ge=0, description="Turns that may wait behind the running one in a context"
-    )
-
-
-class TimeoutSettings(Block):
-    turn: int = Field(default=30 * 60_000, ge=0, description="ms wall clock per turn; 0 = none")
-    idle: int = Field(
-        default=5 * 60_000, ge=0, description="ms without any event from the agent; 0 = none"
-    )
-
-
-class OutputSettings(Block):
-    mode: Literal["final", "stream"] = Field(
-        default="final",
-        description="final: one response artifact at the end; stream: text deltas as artifact "
-        "chunks",
-    )
-    progress: bool = Field(
-        default=True, description="Tool calls and file changes as WORKING updates"
-    )
-    reasoning: bool = Field(default=False, description="Forward the agent's reasoning text")
-
-
-class HookSettings(Block):
-    before_turn: str | None = Field(
-        default=None,
-        description="package.module:function; may refuse a turn with a reason (REJECTED)",
-    )
-    after_event: str | None = Field(
-        default=None,
-        description="package.module:function; may redact or drop each event before it is "
-        "stored or sent",
-    )
-    after_turn: str | None = Field(
-        default=None, description="package.module:function; may rewrite a turn's final status"
-    )
-    timeout: int = Field(
-        default=5000, ge=1, description="ms a hook may take; then the unhooked value is used"
-    )
-
-
-class ApprovalSettings(Block):
-    mode: Literal["policy", "ask"] = Field(
-        default="policy",
-        description="policy: the backend's allow/deny rules decide; ask: a request they do not "
-        "decide becomes an input-required question to the caller",
-    )
-    timeout: int = Field(default=600_000, ge=1, description="ms a question waits for an answer")
-    on_timeout: Literal["deny", "fail"] = Field(
-        default="deny",
-        description="deny: the agent sees a denial and the turn goes on; fail: the task fails",
-    )
-
-
 class PushSettings(Block):
     enabled: bool = Field(
         default=False,
@@ -390,6 +330,10 @@ class Settings(BaseSettings):
                 "it needs server.auth.tokens"
             )
         return self
+
+    def engine(self) -> EngineConfig:
+        """The task engine's section: every knob it reads, frozen, in its own units."""
+        return engine_config(self)
 
     def backend_block(self) -> AgentBlock | None:
         """The validated block of a built-in backend, or None for a third-party one."""

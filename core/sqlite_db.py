@@ -1,8 +1,12 @@
 """One SQLite file used from async code: one connection, every call on a worker thread.
 
 Calls are serialised through a capacity limiter of one, so the connection is never used by two
-threads at once and the event loop never waits on disk. The task and session stores share the
-file, each with a connection of its own (WAL lets readers and one writer proceed together).
+threads at once and the event loop never waits on disk. Calls made while a batch is on the
+worker thread wait and then run together, in order, in one transaction (group commit: one
+thread hop and one commit for all of them), each in a savepoint of its own, so one call's
+failure undoes only that call. The daemon's task, session and push stores share one
+`SqliteDatabase` (one connection), so a turn's final task write and its session bookkeeping,
+made together, share a transaction.
 
 A row that cannot be decoded (written by a faulty or another version, or edited by hand) is
 never fatal: the stores skip it (or answer "not found" for it) and report it with
@@ -14,10 +18,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import structlog
 from pydantic import ValidationError
@@ -31,14 +37,36 @@ ROW_ERRORS = (ValueError, TypeError, KeyError)
 T = TypeVar("T")
 
 
+@dataclass(eq=False)
+class _Call:
+    fn: Callable[[sqlite3.Connection], Any]
+    wake: anyio.Event = field(default_factory=anyio.Event)
+    finished: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+
 class SqliteDatabase:
-    def __init__(self, path: Path, schema: str, name: str) -> None:
+    def __init__(self, path: Path, schema: str = "", name: str = "database") -> None:
         self._path = path
-        self._schema = schema
+        self._schemas = [schema] if schema else []
         self._name = name
         self._conn: sqlite3.Connection | None = None
+        self._users = 0
         self._limiter = anyio.CapacityLimiter(1)
         self._reported: set[tuple[str, str]] = set()
+        self._queue: list[_Call] = []
+        self._leading = False
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def add_schema(self, schema: str) -> None:
+        """Another store's tables (before the first `open`)."""
+        if self._conn is not None:
+            raise RuntimeError(f"{self._name} is open already")
+        self._schemas.append(schema)
 
     def unreadable(self, table: str, key: dict[str, object], exc: Exception) -> None:
         """Report a row that cannot be decoded: once per row, naming the table and the key,
@@ -50,35 +78,105 @@ class SqliteDatabase:
         log.warning("store.unreadable_row", table=table, key=key, error=_why(exc))
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` in one transaction on the worker thread."""
+        """Run `fn` on the worker thread, in a transaction shared with the calls made at the
+        same time (each in its own savepoint). Like a thread call, it completes once started:
+        a cancellation is delivered after it."""
         conn = self._conn
         if conn is None:
             raise RuntimeError(f"{self._name} is not open")
+        call = _Call(fn)
+        self._queue.append(call)
+        with anyio.CancelScope(shield=True):
+            if self._leading:
+                # Woken when a batch ran this call, or when the lead is handed to it.
+                await call.wake.wait()
+            if not call.finished:
+                self._leading = True
+                await self._lead(conn)
+        if call.error is not None:
+            raise call.error
+        return cast("T", call.value)
 
-        def call() -> T:
-            with conn:
-                return fn(conn)
-
-        return await anyio.to_thread.run_sync(call, limiter=self._limiter)
+    async def _lead(self, conn: sqlite3.Connection) -> None:
+        """Run every queued call as one batch, then hand the lead to the next queued call (so
+        no caller serves others for ever)."""
+        # One pass of the loop first: calls made in this same tick join the batch.
+        await anyio.lowlevel.checkpoint()
+        batch, self._queue = self._queue, []
+        try:
+            await anyio.to_thread.run_sync(_execute, conn, batch, limiter=self._limiter)
+        finally:
+            for call in batch:
+                call.finished = True
+                call.wake.set()
+            if self._queue:
+                self._queue[0].wake.set()
+            else:
+                self._leading = False
 
     async def open(self) -> None:
+        """Open the connection (the first of its users) and create every store's tables."""
+        self._users += 1
+        if self._conn is not None:
+            return
+        schemas = "\n".join(self._schemas)
+
         def connect() -> sqlite3.Connection:
             self._path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            # Another store shares the file: wait for its writes rather than fail.
+            # Another process's connection may write the file: wait for it rather than fail.
             conn.execute("PRAGMA busy_timeout=5000")
-            conn.executescript(self._schema)
-            conn.isolation_level = "DEFERRED"
+            conn.executescript(schemas)
             return conn
 
-        self._conn = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+        try:
+            self._conn = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+        except BaseException:
+            self._users -= 1
+            raise
 
     async def close(self) -> None:
+        """Close the connection once its last user closes."""
+        self._users = max(0, self._users - 1)
+        if self._users:
+            return
         conn, self._conn = self._conn, None
         if conn is not None:
             await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:
+    """One transaction for the batch; each call in a savepoint (its failure undoes it alone).
+    A failed commit fails every call of the batch."""
+    if len(batch) == 1:
+        call = batch[0]
+        try:
+            conn.execute("BEGIN")
+            call.value = call.fn(conn)
+            conn.execute("COMMIT")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            call.error = exc
+        return
+    try:
+        conn.execute("BEGIN")
+        for call in batch:
+            conn.execute("SAVEPOINT call")
+            try:
+                call.value = call.fn(conn)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+                conn.execute("ROLLBACK TO call")
+                call.error = exc
+            conn.execute("RELEASE call")
+        conn.execute("COMMIT")
+    except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        for call in batch:
+            call.error = call.error or exc
 
 
 def _why(exc: Exception) -> str:

@@ -19,6 +19,7 @@ import aiohttp
 import anyio
 import pytest
 
+from core.tasks.engine_config import EngineConfig, Timeouts
 from core.tasks.service import TaskService
 from core.tasks.store import InMemoryTaskStore
 from core.wire.models import (
@@ -232,7 +233,7 @@ def _request(text: str, context_id: str) -> SendMessageRequest:
 
 async def test_an_interrupt_that_hangs_past_its_bound_still_cancels() -> None:
     backend = FaultyBackend({"interrupt": "hang"})
-    service = TaskService(InMemoryTaskStore(), backend, cancel_timeout=0.3)
+    service = TaskService(InMemoryTaskStore(), backend, EngineConfig(timeouts=Timeouts(cancel=0.3)))
     async with service.running():
         first = await service.send("p", _request("block", "c"))
         assert isinstance(first, Task)

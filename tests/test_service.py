@@ -7,6 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from core.tasks.engine_config import EngineConfig, Limits
 from core.tasks.lanes import LaneFullError
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
@@ -32,7 +33,9 @@ def request(text: str, message_id: str, **extra: str) -> SendMessageRequest:
 
 async def test_full_lane_refuses_without_leaving_a_task(backend: ScriptedBackend) -> None:
     store = InMemoryTaskStore()
-    async with TaskService(store, backend, max_queued_turns=1).running() as service:
+    async with TaskService(
+        store, backend, EngineConfig(limits=Limits(max_queued_turns=1))
+    ).running() as service:
         first = await service.send("p", request("block", "m1", context_id="c"))
         assert isinstance(first, Task)
         await backend.entered(first.id).wait()

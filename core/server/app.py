@@ -24,6 +24,7 @@ from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
+from core.sqlite_db import SqliteDatabase
 from core.tasks.hooks import Hooks, load_hook
 from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
 from core.tasks.push_sqlite import SqlitePushStore
@@ -39,20 +40,31 @@ LEGACY_CARD = "/.well-known/agent.json"
 PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
-def build_store(settings: Settings) -> TaskStore:
+def build_database(settings: Settings) -> SqliteDatabase | None:
+    """The one SQLite database the stores share (one connection: a turn's task and session
+    writes share a transaction), or None for the memory stores."""
     if settings.storage.kind == "memory":
+        return None
+    return SqliteDatabase(settings.storage.resolved_path(), name="daemon database")
+
+
+def build_store(settings: Settings, db: SqliteDatabase | None) -> TaskStore:
+    if db is None:
         return InMemoryTaskStore()
-    return SqliteTaskStore(settings.storage.resolved_path())
+    return SqliteTaskStore(db.path, db=db)
 
 
-def build_session_store(settings: Settings) -> SessionStore:
-    if settings.storage.kind == "memory":
+def build_session_store(settings: Settings, db: SqliteDatabase | None) -> SessionStore:
+    if db is None:
         return InMemorySessionStore()
-    return SqliteSessionStore(settings.storage.resolved_path())
+    return SqliteSessionStore(db.path, db=db)
 
 
 def build_push(
-    settings: Settings, store: PushStore | None = None, sender: PushSender | None = None
+    settings: Settings,
+    store: PushStore | None = None,
+    sender: PushSender | None = None,
+    db: SqliteDatabase | None = None,
 ) -> PushDispatcher | None:
     """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
     push = settings.push
@@ -62,7 +74,7 @@ def build_push(
         store = (
             InMemoryPushStore()
             if settings.storage.kind == "memory"
-            else SqlitePushStore(settings.storage.resolved_path())
+            else SqlitePushStore(settings.storage.resolved_path(), db=db)
         )
     policy = RetryPolicy(
         max_attempts=push.max_attempts,
@@ -93,11 +105,12 @@ def create_app(
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
-    storage, session, timeouts = settings.storage, settings.session, settings.timeouts
+    storage, session = settings.storage, settings.session
+    db = build_database(settings)
     agent = backend or registry.create_backend(settings.backend, backend_config(settings))
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
-        session_store or build_session_store(settings),
+        session_store or build_session_store(settings, db),
         agent.name,
         agent.drop_session,
         reuse_by_context=session.reuse_by_context,
@@ -107,30 +120,12 @@ def create_app(
         clock=clock,
     )
     service = TaskService(
-        store or build_store(settings),
+        store or build_store(settings, db),
         agent,
+        settings.engine(),
         sessions=sessions,
-        session_cleanup_interval=session.cleanup_interval / 1000,
-        max_queued_turns=session.max_queued_turns,
-        max_concurrent_turns=settings.server.max_concurrent_turns,
-        max_concurrent_turns_per_principal=settings.server.max_concurrent_turns_per_principal,
-        max_waiting_turns=settings.server.max_queued_turns,
-        max_parts=settings.server.max_parts,
-        max_file_bytes=settings.server.max_file_bytes,
-        shutdown_timeout=settings.server.shutdown_timeout / 1000,
-        turn_timeout=timeouts.turn / 1000 or None,
-        idle_timeout=timeouts.idle / 1000 or None,
-        retention=retention,
-        sweep_interval=storage.sweep_interval / 1000,
-        output_mode=settings.output.mode,
-        progress=settings.output.progress,
-        reasoning=settings.output.reasoning,
-        debug_errors=settings.server.debug_errors,
         hooks=build_hooks(settings),
-        approvals=settings.approvals.mode,
-        approval_timeout=settings.approvals.timeout / 1000,
-        approval_on_timeout=settings.approvals.on_timeout,
-        push=build_push(settings, push_store, push_sender),
+        push=build_push(settings, push_store, push_sender, db),
     )
     app[SERVICE] = service
     app.cleanup_ctx.append(_service_lifecycle)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -41,6 +41,9 @@ class Lease:
     expired_session: bool = False
     # False in stateless mode (reuseByContext off): the mapping is never stored.
     persist: bool = True
+    # The session the store maps the context to now (None: no mapping).
+    stored: str | None = None
+    counted: bool = False
 
 
 class SessionManager:
@@ -88,14 +91,15 @@ class SessionManager:
                 return Lease(
                     principal, context_id, task_session, task_session is None, False, False
                 )
-            record = await self._store.get(principal, context_id)
+            record, expired = await self._store.lookup(principal, context_id)
             if record is None:
-                expired = await self._store.take_tombstone(principal, context_id)
                 return Lease(principal, context_id, None, True, expired, True)
             if is_expired(record, self._clock(), self._ttl):
                 await self._expire(record)
                 return Lease(principal, context_id, None, True, True, True)
-            return Lease(principal, context_id, record.session_id, False, False, True)
+            return Lease(
+                principal, context_id, record.session_id, False, False, True, record.session_id
+            )
         except BaseException:
             self._release(key)
             raise
@@ -104,12 +108,9 @@ class SessionManager:
         """The backend named the session serving this turn: store it now, so a crash later in
         the turn does not lose it. A different id than the one resumed is a new session."""
         lease.session_id = session_id
-        if not lease.persist:
+        if not lease.persist or lease.stored == session_id:
             return
         now = self._clock()
-        record = await self._store.get(lease.principal, lease.context_id)
-        if record is not None and record.session_id == session_id:
-            return
         await self._store.put(
             SessionRecord(
                 principal=lease.principal,
@@ -120,16 +121,23 @@ class SessionManager:
                 last_used_at=now,
             )
         )
+        lease.stored = session_id
+
+    async def count_turn(self, lease: Lease) -> None:
+        """Count the lease's turn on its session's mapping (once; the turn's final write
+        carries it, so it shares that transaction)."""
+        if lease.counted:
+            return
+        lease.counted = True
+        if lease.persist and lease.session_id is not None:
+            await self._store.touch(
+                lease.principal, lease.context_id, lease.session_id, self._clock()
+            )
 
     async def end(self, lease: Lease) -> None:
-        """The turn is over (whatever its outcome): count it and free the context."""
+        """The turn is over (whatever its outcome): count it if not yet, and free the context."""
         try:
-            if lease.persist and lease.session_id is not None:
-                record = await self._store.get(lease.principal, lease.context_id)
-                if record is not None and record.session_id == lease.session_id:
-                    await self._store.put(
-                        replace(record, last_used_at=self._clock(), turns=record.turns + 1)
-                    )
+            await self.count_turn(lease)
         finally:
             self._release((lease.principal, lease.context_id))
 

@@ -67,8 +67,12 @@ def _when(text: str) -> datetime:
 
 
 class SqliteSessionStore:
-    def __init__(self, path: Path) -> None:
-        self._db = SqliteDatabase(path, _SCHEMA, "session store")
+    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
+        """`db`: the daemon's shared database on `path` (else one of its own)."""
+        if db is None:
+            db = SqliteDatabase(path, name="session store")
+        db.add_schema(_SCHEMA)
+        self._db = db
 
     async def open(self) -> None:
         await self._db.open()
@@ -94,6 +98,34 @@ class SqliteSessionStore:
 
         row = await self._db.run(read)
         return self._decode(row) if row else None
+
+    async def lookup(self, principal: str, context_id: str) -> tuple[SessionRecord | None, bool]:
+        def read(conn: sqlite3.Connection) -> tuple[tuple[object, ...] | None, bool]:
+            row: tuple[object, ...] | None = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE principal = ? AND context_id = ?",  # noqa: S608 - constant column list
+                (principal, context_id),
+            ).fetchone()
+            if row is not None:
+                return row, False
+            cursor = conn.execute(
+                "DELETE FROM session_tombstones WHERE principal = ? AND context_id = ?",
+                (principal, context_id),
+            )
+            return None, cursor.rowcount > 0
+
+        row, expired = await self._db.run(read)
+        return (self._decode(row) if row else None), expired
+
+    async def touch(
+        self, principal: str, context_id: str, session_id: str, used_at: datetime
+    ) -> None:
+        await self._db.run(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET last_used_at = ?, turns = turns + 1 "
+                "WHERE principal = ? AND context_id = ? AND session_id = ?",
+                (_ts(used_at), principal, context_id, session_id),
+            )
+        )
 
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:

@@ -7,7 +7,7 @@ there or the retention); what counts as expired is decided in `policy.py` and ap
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -32,8 +32,19 @@ class SessionStore(Protocol):
 
     async def get(self, principal: str, context_id: str) -> SessionRecord | None: ...
 
+    async def lookup(self, principal: str, context_id: str) -> tuple[SessionRecord | None, bool]:
+        """The key's mapping; when there is none, also take its tombstone (True when there was
+        one). One transaction: the lookup a turn starts with."""
+        ...
+
     async def put(self, record: SessionRecord) -> None:
         """Insert or replace the mapping of the record's key."""
+        ...
+
+    async def touch(
+        self, principal: str, context_id: str, session_id: str, used_at: datetime
+    ) -> None:
+        """Count one more turn on the key's mapping, if it still names `session_id`."""
         ...
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
@@ -77,8 +88,22 @@ class InMemorySessionStore:
     async def get(self, principal: str, context_id: str) -> SessionRecord | None:
         return self._records.get((principal, context_id))
 
+    async def lookup(self, principal: str, context_id: str) -> tuple[SessionRecord | None, bool]:
+        record = self._records.get((principal, context_id))
+        if record is not None:
+            return record, False
+        return None, await self.take_tombstone(principal, context_id)
+
     async def put(self, record: SessionRecord) -> None:
         self._records[(record.principal, record.context_id)] = record
+
+    async def touch(
+        self, principal: str, context_id: str, session_id: str, used_at: datetime
+    ) -> None:
+        key = (principal, context_id)
+        record = self._records.get(key)
+        if record is not None and record.session_id == session_id:
+            self._records[key] = replace(record, last_used_at=used_at, turns=record.turns + 1)
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
         key = (principal, context_id)

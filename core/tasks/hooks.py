@@ -95,9 +95,8 @@ class Hooks:
         """The event to store and send instead of `out`, or None to drop it."""
         if self.after_event is None:
             return out
-        result = await self._call(
-            "afterEvent", self.after_event, turn, event, out.model_copy(deep=True)
-        )
+        # Wire models are frozen: the hook cannot change `out` in place, only return another.
+        result = await self._call("afterEvent", self.after_event, turn, event, out)
         if result == DROP:
             if _final(out):
                 log.warning(
@@ -120,7 +119,7 @@ class Hooks:
     async def final_status(self, turn: Turn, status: TaskStatus) -> TaskStatus:
         if self.after_turn is None:
             return status
-        result = await self._call("afterTurn", self.after_turn, turn, status.model_copy(deep=True))
+        result = await self._call("afterTurn", self.after_turn, turn, status)
         if isinstance(result, TaskStatus) and (result.state.terminal or result.state.interrupted):
             return result
         if result is not None:

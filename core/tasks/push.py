@@ -30,7 +30,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.tasks.push_store import Delivery, PushStore, PushVersion, StoredConfig
-from core.tasks.run import TaskRun
+from core.tasks.task_run import TaskRun
 from core.wire import v03
 from core.wire.models import StreamResponse, Task, TaskPushNotificationConfig
 
@@ -190,7 +190,7 @@ class PushDispatcher:
             return
         self._queued += 1
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
-        self._intake_send.send_nowait(_Event(run.principal, run.task.id, event, run.snapshot()))
+        self._intake_send.send_nowait(_Event(run.principal, run.task.id, event, run.task))
 
     async def _intake(self) -> None:
         async for item in self._intake_receive:

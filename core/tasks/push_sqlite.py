@@ -64,8 +64,12 @@ def _delivery(row: tuple[object, ...]) -> Delivery:
 
 
 class SqlitePushStore:
-    def __init__(self, path: Path) -> None:
-        self._db = SqliteDatabase(path, _SCHEMA, "push store")
+    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
+        """`db`: the daemon's shared database on `path` (else one of its own)."""
+        if db is None:
+            db = SqliteDatabase(path, name="push store")
+        db.add_schema(_SCHEMA)
+        self._db = db
 
     async def open(self) -> None:
         await self._db.open()

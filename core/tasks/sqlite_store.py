@@ -61,8 +61,12 @@ def _disk_takes_a_page(directory: Path) -> None:
 
 
 class SqliteTaskStore:
-    def __init__(self, path: Path) -> None:
-        self._db = SqliteDatabase(path, _SCHEMA, "task store")
+    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
+        """`db`: the daemon's shared database on `path` (else one of its own)."""
+        if db is None:
+            db = SqliteDatabase(path, name="task store")
+        db.add_schema(_SCHEMA)
+        self._db = db
         self._directory = path.parent
 
     async def open(self) -> None:

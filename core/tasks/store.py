@@ -126,11 +126,12 @@ class InMemoryTaskStore:
         return None
 
     async def save(self, principal: str, task: Task) -> None:
-        self._tasks[(principal, task.id)] = task.model_copy(deep=True)
+        # Tasks are frozen wire models: keeping the object itself is keeping a snapshot.
+        self._tasks[(principal, task.id)] = task
 
     async def get(self, principal: str, task_id: str) -> Task | None:
         task = self._tasks.get((principal, task_id))
-        return task.model_copy(deep=True) if task else None
+        return task
 
     async def delete(self, principal: str, task_id: str) -> None:
         self._tasks.pop((principal, task_id), None)
@@ -155,7 +156,7 @@ class InMemoryTaskStore:
         page = matching[: query.page_size]
         more = len(matching) > query.page_size
         token = encode_cursor(page[-1]) if more and page else ""
-        return TaskPage([t.model_copy(deep=True) for t in page], token, total)
+        return TaskPage(page, token, total)
 
     async def fail_unfinished(self, reason: str) -> int:
         stale = [k for k, t in self._tasks.items() if t.status.state in ACTIVE_STATES]

@@ -10,13 +10,14 @@ from core.wire.models import StreamResponse, Task
 
 
 def apply_history_length(task: Task, history_length: int | None) -> Task:
+    """`task` with at most the last `history_length` messages (a copy only if it changes)."""
     if history_length is None or task.history is None:
         return task
     if history_length == 0:
-        task.history = None
-    else:
-        task.history = task.history[-history_length:]
-    return task
+        return task.model_copy(update={"history": None})
+    if len(task.history) <= history_length:
+        return task
+    return task.model_copy(update={"history": task.history[-history_length:]})
 
 
 def _ends_stream(event: StreamResponse, *, at_interrupt: bool) -> bool:

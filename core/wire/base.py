@@ -14,14 +14,18 @@ from pydantic.alias_generators import to_camel
 
 
 class WireModel(BaseModel):
-    """Base for wire bodies: camelCase out, camelCase or snake_case in, unknown keys ignored."""
+    """Base for wire bodies: camelCase out, camelCase or snake_case in, unknown keys ignored.
+
+    Frozen: a model is never changed in place, so it can be shared (a task snapshot with
+    every stream, the store and the push intake) without copies; a change is a new model,
+    `model_copy(update=...)`."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="ignore",
         strict=False,
-        frozen=False,
+        frozen=True,
     )
 
     def dump(self) -> dict[str, Any]:

@@ -18,10 +18,12 @@ async def refuse_deploys(turn: Turn) -> str | None:
     return None
 
 
-def _redact(parts: list[Part]) -> None:
-    for part in parts:
-        if part.text:
-            part.text = part.text.replace(SENSITIVE, "[redacted]")
+def _redact(parts: list[Part]) -> list[Part]:
+    # Wire models are frozen: a hook returns changed copies.
+    return [
+        p.model_copy(update={"text": p.text.replace(SENSITIVE, "[redacted]")}) if p.text else p
+        for p in parts
+    ]
 
 
 async def redact(
@@ -29,16 +31,31 @@ async def redact(
 ) -> StreamResponse | Literal["drop"] | None:
     if isinstance(event, ToolCall):
         return "drop"  # tool calls are audited on the server, never sent
-    if out.status_update is not None and out.status_update.status.message is not None:
-        _redact(out.status_update.status.message.parts)
-    if out.artifact_update is not None:
-        _redact(out.artifact_update.artifact.parts)
+    update = out.status_update
+    if update is not None and update.status.message is not None:
+        message = update.status.message
+        status = update.status.model_copy(
+            update={"message": message.model_copy(update={"parts": _redact(message.parts)})}
+        )
+        return out.model_copy(
+            update={"status_update": update.model_copy(update={"status": status})}
+        )
+    artifact_update = out.artifact_update
+    if artifact_update is not None:
+        artifact = artifact_update.artifact
+        artifact = artifact.model_copy(update={"parts": _redact(artifact.parts)})
+        return out.model_copy(
+            update={"artifact_update": artifact_update.model_copy(update={"artifact": artifact})}
+        )
     return out
 
 
 async def reviewed(turn: Turn, status: TaskStatus) -> TaskStatus | None:
-    if status.message is not None and status.message.parts[0].text:
-        status.message.parts[0].text += " (reviewed)"
+    message = status.message
+    if message is not None and message.parts[0].text:
+        first = message.parts[0].model_copy(update={"text": message.parts[0].text + " (reviewed)"})
+        message = message.model_copy(update={"parts": [first, *message.parts[1:]]})
+        return status.model_copy(update={"message": message})
     return status
 
 

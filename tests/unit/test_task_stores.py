@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskQuery, TaskStore
@@ -104,10 +105,14 @@ async def test_get_returns_none_for_an_unknown_id(store: TaskStore) -> None:
 async def test_saved_task_is_a_snapshot_not_a_live_reference(store: TaskStore) -> None:
     task = make_task("t-1", state=TaskState.WORKING)
     await store.save(ALICE, task)
-    task.status.state = TaskState.COMPLETED
+    # Wire models are frozen: nobody can change a saved snapshot in place.
+    with pytest.raises(ValidationError, match="frozen"):
+        task.status.state = TaskState.COMPLETED  # type: ignore[misc] # the point: it is read-only
+    changed = task.model_copy(update={"status": TaskStatus(state=TaskState.COMPLETED)})
 
     loaded = await store.get(ALICE, "t-1")
 
+    assert changed.status.state is TaskState.COMPLETED
     assert loaded is not None
     assert loaded.status.state is TaskState.WORKING
 

@@ -12,7 +12,7 @@ import math
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import structlog
@@ -41,13 +41,12 @@ from core.backend import (
 from core.tasks.approvals import question
 from core.tasks.content import content_to_part
 from core.tasks.guard import backend_call
-from core.tasks.run import TaskRun, agent_message
-from core.wire.enums import Role, TaskState
-from core.wire.models import Artifact, Message, Part, StreamResponse
+from core.tasks.task_run import TaskRun, agent_message
+from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
+from core.wire.enums import TaskState
+from core.wire.models import Artifact, Part
 
 log = structlog.get_logger(__name__)
-
-WRAPPER_METADATA_KEY = "a2aWrapper"
 
 _FAILED_STATE = {"rejected": TaskState.REJECTED}
 
@@ -107,8 +106,10 @@ class TurnRunner:
         approval_timeout: float | None = None,
         approval_on_timeout: Literal["deny", "fail"] = "deny",
         close_timeout: float = 10.0,
+        turn_hooks: TurnHooks = NO_TURN_HOOKS,
     ) -> None:
         self._backend = backend
+        self._turn_hooks = turn_hooks
         self._close_timeout = close_timeout
         self._approval_timeout = approval_timeout or math.inf
         self._approval_on_timeout = approval_on_timeout
@@ -129,12 +130,13 @@ class TurnRunner:
             events = self._backend.run_turn(turn)
         try:
             while (event := await _next_event(events, self._idle)) is not None:
-                if isinstance(event, DirectReply) and run.first_turn and not run.announced:
-                    await self._direct_reply(run, event)
+                if isinstance(event, DirectReply) and not run.announced:
+                    # Only a first turn nobody saw yet may answer without a task.
+                    await run.reply_directly([content_to_part(c) for c in event.parts])
                     return
                 if isinstance(event, SessionBound) and on_session is not None:
                     await on_session(event.session_id)
-                run.cause = event
+                run.applying(event)
                 if answer.held is not None and not isinstance(event, _INSTANT):
                     # Anything else happening (a tool call, say) may take long: send the
                     # chunk held back now.
@@ -142,7 +144,7 @@ class TurnRunner:
                 if await self._apply(run, event, answer):
                     return
         finally:
-            pending, run.pending_approval = run.pending_approval, None
+            pending = run.release_approval()
             if pending is not None:
                 # The turn stopped while waiting: release the agent's permission callback.
                 pending.reply.answer(ApprovalAnswer("deny", "The turn was stopped."))
@@ -152,7 +154,7 @@ class TurnRunner:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await self._close(close)
-        run.cause = None
+        run.applying(None)
         text = answer.text
         message = None
         if self._stream and (answer.chunks or answer.held is not None):
@@ -198,14 +200,10 @@ class TurnRunner:
             return False
         match event:
             case SessionBound(session_id=session_id):
-                self.record_session(run, session_id)
+                run.bind_session(session_id, self.resume_command(session_id))
             case Usage():
-                self._metadata(run)["usage"] = {
-                    "inputTokens": event.input_tokens,
-                    "outputTokens": event.output_tokens,
-                    "costUsd": event.cost_usd,
-                    "model": event.model,
-                }
+                run.record_usage(event)
+                await self._turn_hooks.charge(run.principal, run.task.context_id, event)
             case Progress() | Reasoning() | ToolCall() | ToolResult() | FileChange():
                 await self._working(run)
                 note = self._note(event)
@@ -250,25 +248,22 @@ class TurnRunner:
     async def _await_approval(self, run: TaskRun, event: ApprovalRequest) -> None:
         """INPUT_REQUIRED with the question; the turn stays paused until the caller answers
         (the service resumes the task and answers `event.reply`) or approvals.timeout."""
-        run.pending_approval = event
-        await run.set_status(TaskState.INPUT_REQUIRED, agent_message(run.task, question(event)))
+        await run.pause(event, question(event))
         with anyio.move_on_after(self._approval_timeout) as waited:
             answer = await event.reply.wait()
         if waited.cancelled_caught and self._approval_on_timeout == "fail":
             # Still pending: run() releases the agent's permission callback as the turn stops
             # (an SDK callback waiting on it forever would hold the agent's turn open).
             raise ApprovalTimeoutError
-        run.pending_approval = None
         by = "caller"
         if waited.cancelled_caught:
             by = "timeout"
             answer = ApprovalAnswer("deny", "No answer came within approvals.timeout.")
             event.reply.answer(answer)
-            await run.resume_after_input(
+            await run.resume(
                 agent_message(run.task, [Part(text="(no answer: denied by approvals.timeout)")])
             )
-        decisions = self._metadata(run).setdefault("approvals", [])
-        decisions.append(
+        run.record_approval(
             {
                 "requestId": event.request_id,
                 "tool": event.tool,
@@ -292,40 +287,10 @@ class TurnRunner:
         if run.task.status.state != TaskState.WORKING:
             await run.set_status(TaskState.WORKING)
 
-    async def _direct_reply(self, run: TaskRun, event: DirectReply) -> None:
-        run.reply = Message(
-            message_id=str(uuid.uuid4()),
-            context_id=run.task.context_id,
-            role=Role.AGENT,
-            parts=[content_to_part(c) for c in event.parts],
-        )
-        await run.store.delete(run.principal, run.task.id)
-        run.publish(StreamResponse(message=run.reply))
-        run.broker.close()
-
-    def record_session(self, run: TaskRun, session_id: str | None) -> None:
-        """Put the session serving the task, and how to open it in a terminal, into its
-        metadata."""
-        section = self._metadata(run)
-        section["sessionId"] = session_id
-        section.pop("resumeCommand", None)
+    def resume_command(self, session_id: str | None) -> str | None:
+        """How to open the session in a terminal (from the backend), if it says."""
         with backend_call("resume_command"):
-            command = self._backend.resume_command(session_id) if session_id else None
-        if command:
-            section["resumeCommand"] = command
-
-    def metadata(self, run: TaskRun) -> dict[str, Any]:
-        """The task's `a2aWrapper` metadata section (created on first use)."""
-        return self._metadata(run)
-
-    def _metadata(self, run: TaskRun) -> dict[str, Any]:
-        metadata = dict(run.task.metadata or {})
-        wrapper = metadata.get(WRAPPER_METADATA_KEY)
-        section: dict[str, Any] = dict(wrapper) if isinstance(wrapper, dict) else {}
-        section.setdefault("backend", self._backend.name)
-        metadata[WRAPPER_METADATA_KEY] = section
-        run.task.metadata = metadata
-        return section
+            return self._backend.resume_command(session_id) if session_id else None
 
 
 def _describe(event: ToolCall | ToolResult | FileChange) -> str:

@@ -15,13 +15,9 @@ from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.sessions.manager import Lease, SessionManager
 from core.tasks.guard import backend_call
 from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.run import TaskRun, agent_message
-from core.tasks.runner import (
-    WRAPPER_METADATA_KEY,
-    ApprovalTimeoutError,
-    IdleTimeoutError,
-    TurnRunner,
-)
+from core.tasks.task_run import TaskRun, agent_message
+from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
+from core.tasks.turn_runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.models import Part
@@ -74,6 +70,7 @@ class TurnDriver:
         sessions: SessionManager,
         *,
         hooks: Hooks = NO_HOOKS,
+        turn_hooks: TurnHooks = NO_TURN_HOOKS,
         turn_timeout: float | None = None,
         idle_timeout: float | None = None,
         cancel_timeout: float = 10.0,
@@ -83,6 +80,7 @@ class TurnDriver:
         self._runner = runner
         self._sessions = sessions
         self._hooks = hooks
+        self._turn_hooks = turn_hooks
         self._turn_timeout = turn_timeout
         self._idle_timeout = idle_timeout
         self._cancel_timeout = cancel_timeout
@@ -92,13 +90,12 @@ class TurnDriver:
         """Resolve the context's session, run the turn under its deadlines, and make sure the
         agent stopped when the turn was cut short (cancel, deadline, shutdown).
 
-        `run.scope` is set before the first await, so a cancel or shutdown that arrives while
-        the session is being resolved stops this turn instead of racing it."""
+        The run begins (its scope set) before the first await, so a cancel or shutdown that
+        arrives while the session is being resolved stops this turn instead of racing it."""
         timed_out: str | None = None
         started: Turn | None = None
         with anyio.CancelScope() as scope:
-            run.scope = scope
-            run.hooks, run.turn, run.cause = self._hooks, turn, None
+            run.begin(scope, self._hooks, turn)
             refusal = await self._hooks.refusal(turn)
             if refusal is not None:
                 log.info("turn.refused", task_id=run.task.id)
@@ -107,23 +104,34 @@ class TurnDriver:
                 )
                 return
             lease = await self._sessions.begin(
-                run.principal, run.task.context_id, task_session=self._task_session(run)
+                run.principal, run.task.context_id, task_session=run.session_id
             )
             try:
-                self._record_lease(run, lease)
                 deadline = (
                     utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
                 )
                 started = replace(turn, session_id=lease.session_id, deadline=deadline)
-                run.turn = started
-                timed_out = await self._run_bounded(run, started, lease)
+                run.lease(
+                    started,
+                    backend=self._backend.name,
+                    new_session=lease.new_session,
+                    expired_session=lease.expired_session,
+                    resume_command=self._runner.resume_command(lease.session_id),
+                    on_end=lambda: self._sessions.count_turn(lease),
+                )
+                prepared = await self._turn_hooks.prepare(started)
+                try:
+                    started = prepared
+                    timed_out = await self._run_bounded(run, started, lease)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._turn_hooks.release(prepared)
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._sessions.end(lease)
-        run.scope = None
         if timed_out is not None:
             log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
-            run.stop_reason = run.stop_reason or timed_out
+            await run.stop(timed_out)
         if scope.cancelled_caught or timed_out is not None:
             # The consumer is gone; now make sure the agent itself stops. Whatever interrupt()
             # does, the task ends and the lane is freed for the context's next turn.
@@ -131,17 +139,6 @@ class TurnDriver:
             if not run.task.status.state.terminal:
                 with anyio.CancelScope(shield=True):
                     await self._finish_stopped(run, error_id)
-
-    def _task_session(self, run: TaskRun) -> str | None:
-        wrapper = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
-        session = wrapper.get("sessionId") if isinstance(wrapper, dict) else None
-        return session if isinstance(session, str) else None
-
-    def _record_lease(self, run: TaskRun, lease: Lease) -> None:
-        self._runner.record_session(run, lease.session_id)
-        section = self._runner.metadata(run)
-        section["newSession"] = lease.new_session
-        section["expiredSession"] = lease.expired_session
 
     async def _run_bounded(self, run: TaskRun, turn: Turn, lease: Lease) -> str | None:
         """Run the turn; returns the reason when a deadline cut it short. Any other failure

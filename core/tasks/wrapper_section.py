@@ -1,0 +1,69 @@
+"""The task's `a2aWrapper` metadata section: what the daemon says about a task (backend,
+session, usage, approvals; later workspace and budget), as typed fields. `TaskRun` holds one
+and renders it into the task's metadata on every change; a stored task's section is read back
+only when a run is made from that task (`WrapperSection.of`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import JsonValue
+
+from core.wire.models import Task
+
+WRAPPER_METADATA_KEY = "a2aWrapper"
+
+
+@dataclass(frozen=True)
+class WrapperSection:
+    """What the daemon says about a task in its `a2aWrapper` metadata section."""
+
+    backend: str | None = None
+    leased: bool = False
+    session_id: str | None = None
+    resume_command: str | None = None
+    new_session: bool = False
+    expired_session: bool = False
+    usage: Mapping[str, JsonValue] | None = None
+    approvals: tuple[Mapping[str, JsonValue], ...] = ()
+
+    @classmethod
+    def of(cls, task: Task) -> WrapperSection | None:
+        """The section of a stored task (None when it has none): the one place it is read."""
+        raw = (task.metadata or {}).get(WRAPPER_METADATA_KEY)
+        if not isinstance(raw, dict):
+            return None
+        session = raw.get("sessionId")
+        command = raw.get("resumeCommand")
+        usage = raw.get("usage")
+        approvals = raw.get("approvals")
+        backend = raw.get("backend")
+        return cls(
+            backend=backend if isinstance(backend, str) else None,
+            leased="sessionId" in raw,
+            session_id=session if isinstance(session, str) else None,
+            resume_command=command if isinstance(command, str) else None,
+            new_session=raw.get("newSession") is True,
+            expired_session=raw.get("expiredSession") is True,
+            usage=usage if isinstance(usage, dict) else None,
+            approvals=tuple(a for a in approvals if isinstance(a, dict))
+            if isinstance(approvals, list)
+            else (),
+        )
+
+    def render(self) -> dict[str, JsonValue]:
+        section: dict[str, JsonValue] = {}
+        if self.backend is not None:
+            section["backend"] = self.backend
+        if self.leased:
+            section["sessionId"] = self.session_id
+            if self.resume_command:
+                section["resumeCommand"] = self.resume_command
+            section["newSession"] = self.new_session
+            section["expiredSession"] = self.expired_session
+        if self.usage is not None:
+            section["usage"] = dict(self.usage)
+        if self.approvals:
+            section["approvals"] = [dict(a) for a in self.approvals]
+        return section
