@@ -12,13 +12,17 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
+    BaseModel,
     Field,
     JsonValue,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -29,20 +33,15 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from core.backend.config import AgentBlock, Block
-from core.backend.config.claude import ClaudeConfig
-from core.backend.config.codex import CodexConfig
-from core.backend.config.copilot import CopilotConfig
-from core.backend.config.opencode import OpencodeConfig
+from core import registry
+from core.backend.config import Block
+from core.backend.spec import BackendSpec
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
 
 class ConfigError(ValueError):
     """The configuration is unusable; the message names the key path."""
-
-
-BUILTIN_BLOCKS = ("claude", "codex", "opencode", "copilot")
 
 
 class SkillSettings(Block):
@@ -349,13 +348,12 @@ class Settings(BaseSettings):
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
-    claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
-    codex: CodexConfig = Field(default_factory=CodexConfig)
-    opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)
-    copilot: CopilotConfig = Field(default_factory=CopilotConfig)
     options: dict[str, JsonValue] = Field(
-        default_factory=dict, description="Options passed to a third-party backend"
+        default_factory=dict,
+        description="Options passed to a third-party backend given as a plain factory",
     )
+    # The backend blocks (`"<name>": {...}`), validated by each backend's own model.
+    _blocks: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def settings_customise_sources(
@@ -368,6 +366,35 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init carries CLI flags merged over the file; env sits between them (see load()).
         return (init_settings,)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _backend_blocks(cls, data: Any, handler: ModelWrapValidatorHandler[Settings]) -> Settings:
+        """Validate each backend block with its backend's model (the registry's spec), so a
+        backend owns its keys and the error paths still start with the block's name."""
+        if not isinstance(data, dict):
+            return handler(data)
+        rest = dict(data)
+        blocks = {name: rest.pop(name) for name in block_names(rest.get("backend")) if name in rest}
+        settings = handler(rest)
+        selected = _spec_or_none(settings.backend)
+        if selected is not None:
+            blocks.setdefault(selected.name, {})
+        validated: dict[str, BaseModel] = {}
+        problems: list[str] = []
+        for name, raw in blocks.items():
+            spec = selected if selected is not None and selected.name == name else None
+            spec = spec or _spec_or_none(name)
+            if spec is None:  # pragma: no cover - block_names only names loadable specs
+                continue
+            try:
+                validated[name] = spec.config_model.model_validate(raw)
+            except ValidationError as exc:
+                problems.extend(error_lines(exc, prefix=f"{name}."))
+        if problems:
+            raise ValueError("; ".join(problems))
+        settings._blocks = validated
+        return settings
 
     @model_validator(mode="after")
     def _safe_to_serve(self) -> Settings:
@@ -391,15 +418,44 @@ class Settings(BaseSettings):
             )
         return self
 
-    def backend_block(self) -> AgentBlock | None:
-        """The validated block of a built-in backend, or None for a third-party one."""
-        if self.backend in BUILTIN_BLOCKS:
-            block: AgentBlock = getattr(self, self.backend)
-            return block
+    def backend_block(self) -> BaseModel | None:
+        """The validated block of the configured backend, or None when it is a plain factory
+        (which takes `options`) or unknown (the registry says so when the app is built)."""
+        spec = _spec_or_none(self.backend)
+        return None if spec is None else self._blocks.get(spec.name)
+
+    def block(self, model: type[BlockT]) -> BlockT:
+        """The configured backend's block as `model` (its spec's config model)."""
+        block = self.backend_block()
+        if not isinstance(block, model):
+            raise TypeError(f"backend {self.backend!r} has no {model.__name__} block")
+        return block
+
+    def backend_config(self) -> object:
+        """What the backend factory takes: its validated block, else `options`."""
+        block = self.backend_block()
+        return block if block is not None else dict(self.options)
+
+
+BlockT = TypeVar("BlockT", bound=BaseModel)
+
+
+def _spec_or_none(name: str) -> BackendSpec[Any] | None:
+    try:
+        return registry.spec_for(name)
+    except registry.UnknownBackendError:
         return None
 
-    def backend_options(self) -> dict[str, Any]:
-        return dict(self.options)
+
+def block_names(backend: object) -> list[str]:
+    """Top-level keys that are backend blocks: every backend known by name, and the spec a
+    `package.module:attr` backend names."""
+    known = registry.names()
+    if isinstance(backend, str) and backend not in known:
+        spec = _spec_or_none(backend)
+        if spec is not None:
+            known.append(spec.name)
+    return known
 
 
 def is_loopback(host: str) -> bool:
@@ -482,14 +538,19 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _describe(exc: ValidationError) -> str:
+def error_lines(exc: ValidationError, *, prefix: str = "") -> list[str]:
+    """One `key.path: what is wrong` line per error."""
     lines = []
     for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"])
+        path = prefix + ".".join(str(p) for p in err["loc"])
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         msg = msg.removeprefix("Value error, ")
-        lines.append(f"{path}: {msg}" if path else msg)
-    return "; ".join(lines)
+        lines.append(f"{path.rstrip('.')}: {msg}" if path else msg)
+    return lines
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(error_lines(exc))
 
 
 def load(
@@ -522,7 +583,14 @@ def load(
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the config file (committed as config/schema.json; a test keeps it
     in sync with the models)."""
-    schema = Settings.model_json_schema(by_alias=True)
+    # Settings as if it declared every known backend's block (they are validated by the
+    # backends' own models, see Settings._backend_blocks).
+    blocks: dict[str, Any] = {
+        spec.name: (spec.config_model, Field(default_factory=spec.config_model))
+        for spec in registry.specs()
+    }
+    declared = create_model("Settings", __base__=Settings, **blocks)
+    schema = declared.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "a2a-wrapper daemon config"
     return schema

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from functools import partial
 from typing import Literal
 
 import anyio
@@ -20,6 +21,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Backend, Turn
+from core.backend.base import serving
 from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks import readiness
@@ -168,10 +170,10 @@ class TaskService:
                     failed = await self._store.fail_unfinished(RESTART_REASON)
                 if failed:
                     log.warning("tasks.reconciled", failed=failed)
-                with failing_as(BackendStartError):
-                    await self._backend.start()
+                # start(), then the backend's serve() in a group of its own (core.backend.base).
+                backend = serving(self._backend, partial(failing_as, BackendStartError))
                 try:
-                    async with anyio.create_task_group() as tg:
+                    async with backend, anyio.create_task_group() as tg:
                         self._tg = tg
                         if self._push is not None:
                             await tg.start(self._push.serve)

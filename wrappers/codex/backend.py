@@ -41,7 +41,7 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.config.codex import CodexConfig
+from core.backend.base import BackendUnavailableError
 from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
 from wrappers.codex.appserver import (
     AppServer,
@@ -51,6 +51,7 @@ from wrappers.codex.appserver import (
     Tap,
 )
 from wrappers.codex.background import Background
+from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import diagnose
 from wrappers.codex.events import TurnState, map_notification
 from wrappers.codex.inputs import input_items
@@ -71,10 +72,6 @@ INTERRUPT_GRACE = 5.0
 COMMAND_GRACE = 2.0
 UNLOAD_WAIT = 5.0
 REQUEST_TIMEOUT = 60.0
-
-
-class CodexStartError(RuntimeError):
-    """The backend cannot start; the message says what to change."""
 
 
 @dataclass
@@ -127,7 +124,7 @@ class CodexBackend:
             check_working_directory(self.config)
             binary = codex_binary(self.config)
         except (OSError, ValueError) as exc:
-            raise CodexStartError(str(exc)) from exc
+            raise BackendUnavailableError(str(exc)) from exc
         self._launch = launch(self.config, binary, self._environ)
         self._background = await Background.open()
         try:
@@ -174,7 +171,7 @@ class CodexBackend:
                     self._background.task_group, self._launch, tap=self._tap
                 )
             except OSError as exc:
-                raise CodexStartError(f"cannot start codex app-server: {exc}") from exc
+                raise BackendUnavailableError(f"cannot start codex app-server: {exc}") from exc
             log.info("codex.app_server.started", pid=self._server.pid, version=self._server.version)
             return self._server
 
@@ -187,7 +184,7 @@ class CodexBackend:
         except AppServerExitedError as exc:
             yield _server_gone("unavailable", str(exc))
             return
-        except CodexStartError as exc:
+        except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
             )

@@ -28,9 +28,10 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.config.opencode import OpencodeConfig
+from core.backend.base import BackendUnavailableError
 from wrappers.opencode import diagnose as diagnostics
 from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
+from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
@@ -39,7 +40,7 @@ from wrappers.opencode.events import (
     RejectQuestion,
     TurnMapper,
 )
-from wrappers.opencode.launch import OpencodeUnavailableError, session_permission, xdg_env
+from wrappers.opencode.launch import session_permission, xdg_env
 from wrappers.opencode.router import EventRouter, Lost, Subscription
 from wrappers.opencode.server import OpencodeServer
 
@@ -86,7 +87,7 @@ class OpencodeBackend:
     async def start(self) -> None:
         directory = self.config.working_directory.expanduser()
         if not self.config.server_url and not directory.is_dir():
-            raise OpencodeUnavailableError(f"opencode.workingDirectory {directory} does not exist")
+            raise BackendUnavailableError(f"opencode.workingDirectory {directory} does not exist")
         stack = AsyncExitStack()
         try:
             tg = await stack.enter_async_context(anyio.create_task_group())
@@ -136,7 +137,7 @@ class OpencodeBackend:
         try:
             client = await self._server.wait_ready(READY_TIMEOUT)
             session_id = await self._session_for(client, turn)
-        except (*_HTTP_ERRORS, OpencodeUnavailableError) as exc:
+        except (*_HTTP_ERRORS, BackendUnavailableError) as exc:
             yield safe_failure(
                 "unavailable", "OpenCode is not available.", event="opencode.unavailable", exc=exc
             )
