@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import time
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from core.backend import (
     safe_failure,
 )
 from core.backend.base import BackendUnavailableError
+from core.backend.pool import WarmPool
 from wrappers.opencode import diagnose as diagnostics
 from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
 from wrappers.opencode.config import OpencodeConfig
@@ -78,7 +77,10 @@ class OpencodeBackend:
         self._server = OpencodeServer(config, self._router)
         self._stack: AsyncExitStack | None = None
         self._active: dict[str, _ActiveTurn] = {}
-        self._warm: OrderedDict[str, float] = OrderedDict()
+        # Sessions known to exist in OpenCode; a forgotten one is checked again on its next turn.
+        self._warm: WarmPool[str, str] = WarmPool(
+            max_warm=config.max_warm, warm_idle_ms=config.warm_idle
+        )
         model = config.model.split("/", 1) if config.model else None
         self._model = (model[0], model[1]) if model else None
 
@@ -312,25 +314,18 @@ class OpencodeBackend:
                 title=title, permission=session_permission(self.config)
             )
             session_id = str(session["id"])
-        self._warm[session_id] = time.monotonic()
-        self._warm.move_to_end(session_id)
-        self._evict()
+        self._warm.add(session_id, session_id, busy=False)
         return session_id
 
     def _evict(self) -> None:
-        """Forget sessions idle longer than warmIdle, and the oldest beyond maxWarm. A forgotten
-        session is checked with OpenCode (and recreated if gone) on its next turn."""
-        idle_limit = self.config.warm_idle / 1000
-        now = time.monotonic()
-        for session_id, used in list(self._warm.items()):
-            if idle_limit and now - used > idle_limit:
-                del self._warm[session_id]
-        while len(self._warm) > self.config.max_warm:
-            self._warm.popitem(last=False)
+        """Forget sessions idle longer than warmIdle (the oldest go beyond maxWarm as they are
+        added). A forgotten session is checked with OpenCode (and recreated if gone) on its
+        next turn."""
+        self._warm.expired()
 
     async def drop_session(self, session_id: str) -> None:
         """The session expired (ttl): forget it and delete it from OpenCode (best effort)."""
-        self._warm.pop(session_id, None)
+        self._warm.remove(session_id)
         client = self._server.client
         if client is None:
             return
