@@ -88,6 +88,7 @@ def test_remove_and_drain() -> None:
 
     assert warm.remove("a") == "a"
     assert warm.remove("a") is None
+    assert "a" not in warm
     assert warm.drain() == ["b"]
     assert len(warm) == 0
 

@@ -2,9 +2,9 @@
 
 Modules: `backend` (the Backend: lifecycle, turns, interrupt, warm threads), `appserver` (the
 JSON-RPC client of one app-server process), `events` (notifications -> BackendEvents, pure),
-`threads` (warm-thread bookkeeping), `options` (config -> command line and parameters),
-`inputs` (parts -> input items), `diagnose` (`a2a-wrapper check`), `process` and `background`
-(child processes and background tasks).
+`threads` (a warm thread; the kit's WarmPool keeps them), `options` (config -> command line
+and parameters), `inputs` (parts -> input items), `diagnose` (`a2a-wrapper check`), `process`
+and `background` (child processes and background tasks).
 """
 
 from __future__ import annotations
