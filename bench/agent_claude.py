@@ -39,6 +39,7 @@ from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.anthropic import AnthropicMock
 from wrappers.claude import ClaudeBackend, options
+from wrappers.claude.config import ClaudeConfig
 
 V1 = {"A2A-Version": "1.0"}
 KEY = "sk-ant-bench"
@@ -137,7 +138,7 @@ async def _sdk_turn(client: ClaudeSDKClient, text: str) -> None:
 
 
 async def sdk_context(settings: Settings, follow_ups: int, samples: Samples) -> None:
-    config = settings.claude
+    config = settings.block(ClaudeConfig)
     started = time.perf_counter()
     client = ClaudeSDKClient(
         options.build_options(
@@ -176,7 +177,7 @@ async def main(args: argparse.Namespace) -> None:
     async with AnthropicMock(api_key=KEY) as mock:
         with tempfile.TemporaryDirectory() as scratch:
             settings = _settings(mock, Path(scratch))
-            timed = TimedBackend(ClaudeBackend(settings.claude))
+            timed = TimedBackend(ClaudeBackend(settings.block(ClaudeConfig)))
             runner = web.AppRunner(create_app(settings, backend=timed))
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -268,7 +269,7 @@ def _direct(base_url: str, workdir: Path, session: str | None) -> str:
         None,
         overrides={"backend": "claude", "claude": _claude_block(base_url, workdir / "direct")},
         environ={},
-    ).claude
+    ).block(ClaudeConfig)
 
     async def turn() -> str:
         client = ClaudeSDKClient(

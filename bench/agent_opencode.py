@@ -36,12 +36,12 @@ import aiohttp
 from aiohttp import web
 
 from core.backend import SessionBound, TextContent, Turn
-from core.backend.config.opencode import OpencodeConfig
 from core.server.app import create_app
 from core.settings import load
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 from wrappers.opencode import create
+from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.launch import build_launch, find_binary
 
 V1 = {"A2A-Version": "1.0"}

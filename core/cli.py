@@ -14,11 +14,13 @@ import structlog
 
 from core import logs, registry
 from core.backend import Diagnosis
+from core.backend.config import AgentBlock, working_directory_check
 from core.instance.lock import StorageLockError
-from core.server.app import backend_config, build_hooks
+from core.server.app import build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
-from core.settings import MIN_TOKEN_LENGTH, ConfigError, Settings, json_schema, load
+from core.settings import ConfigError, Settings, json_schema, load
+from core.settings_server import MIN_TOKEN_LENGTH
 from core.tasks.hooks import HookLoadError
 from core.tasks.startup import ListenError, StartupError, StorageStartError
 
@@ -54,8 +56,7 @@ def _check(path: Path) -> int:
     Exit 0 when everything is fine, 1 when a check failed, 2 when the config is unusable."""
     try:
         settings = load(path)
-        sys.path.insert(0, os.getcwd())
-        backend = registry.create_backend(settings.backend, backend_config(settings))
+        backend = registry.create_backend(settings.backend, settings.backend_config())
         build_hooks(settings)
     except (ConfigError, registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
@@ -78,15 +79,8 @@ _SHORT_TOKEN = f"shorter than {MIN_TOKEN_LENGTH} characters; use a long random t
 def _common_checks(settings: Settings) -> list[Diagnosis]:
     checks = []
     block = settings.backend_block()
-    if block is not None:
-        where = block.working_directory.expanduser().resolve()
-        checks.append(
-            Diagnosis(
-                "working directory",
-                where.is_dir(),
-                f"{where}" + ("" if where.is_dir() else " does not exist"),
-            )
-        )
+    if isinstance(block, AgentBlock):
+        checks.append(working_directory_check(block))
     tokens = len(settings.server.auth.tokens)
     checks.append(
         Diagnosis(
@@ -120,6 +114,10 @@ def _announce(url: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Like uvicorn's --app-dir: a `module:attr` backend (or hook) may live in the working
+    # directory; before the config is read, since reading it loads the backend's spec.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0
@@ -144,8 +142,6 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for key in settings.server.auth.short_tokens():
         log.warning("auth.short_token", key=key, min_length=MIN_TOKEN_LENGTH)
-    # Like uvicorn's --app-dir: a `module:attr` backend may live in the working directory.
-    sys.path.insert(0, os.getcwd())
     try:
         asyncio.run(serve(settings, _announce))
     except KeyboardInterrupt:

@@ -7,19 +7,20 @@ Keys are camelCase; unknown keys and wrong types are errors that name the key pa
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
+    BaseModel,
     Field,
     JsonValue,
-    SecretStr,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     ValidationError,
-    field_validator,
+    create_model,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -29,11 +30,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from core.backend.config import AgentBlock, Block
-from core.backend.config.claude import ClaudeConfig
-from core.backend.config.codex import CodexConfig
-from core.backend.config.copilot import CopilotConfig
-from core.backend.config.opencode import OpencodeConfig
+from core import registry
+from core.backend.config import Block
+from core.backend.spec import BackendSpec
 from core.settings_engine import (
     ApprovalSettings,
     HookSettings,
@@ -42,6 +41,11 @@ from core.settings_engine import (
     TimeoutSettings,
     engine_config,
 )
+from core.settings_server import (
+    PushSettings,
+    ServerSettings,
+    is_loopback,
+)
 from core.tasks.engine_config import EngineConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
@@ -49,9 +53,6 @@ ENV_PREFIX = "A2A_WRAPPER__"
 
 class ConfigError(ValueError):
     """The configuration is unusable; the message names the key path."""
-
-
-BUILTIN_BLOCKS = ("claude", "codex", "opencode", "copilot")
 
 
 class SkillSettings(Block):
@@ -107,118 +108,6 @@ class AgentCardSettings(Block):
 
 # Shorter tokens are accepted with a warning (at start and in `check`): 16 characters is the
 # least that random-looking tokens need to resist guessing over the network.
-MIN_TOKEN_LENGTH = 16
-
-
-class TokenSettings(Block):
-    token: SecretStr = Field(
-        description="A bearer token (use ${VAR}; never commit one); must not be empty, "
-        f"fewer than {MIN_TOKEN_LENGTH} characters gets a warning"
-    )
-    principal: str = Field(min_length=1, description="Who presents this token")
-
-
-class AuthSettings(Block):
-    tokens: list[TokenSettings] = Field(
-        default_factory=list,
-        description="Bearer tokens; when set, every call but the public card and health needs "
-        "one; one token names one principal",
-    )
-
-    def refuse_unusable_tokens(self) -> None:
-        """Raise ValueError naming the first token no caller could use, or one given to two
-        principals. An empty token (often an unset ${VAR:-}) would otherwise count as "auth
-        configured" for a public bind while nobody can present it."""
-        seen: dict[str, int] = {}
-        for index, entry in enumerate(self.tokens):
-            key = f"server.auth.tokens[{index}].token"
-            value = entry.token.get_secret_value()
-            if not value.strip():
-                raise ValueError(f"{key}: the token is empty (is its ${{VAR}} set?)")
-            if value != value.strip():
-                # The Authorization header is trimmed, so such a token would never match.
-                raise ValueError(
-                    f"{key}: the token starts or ends with whitespace, which no caller can send"
-                )
-            first = seen.setdefault(value, index)
-            if self.tokens[first].principal != entry.principal:
-                raise ValueError(
-                    f"{key}: the same token as server.auth.tokens[{first}].token but another "
-                    "principal; one token must say who is calling"
-                )
-
-    def short_tokens(self) -> list[str]:
-        """Key paths of the tokens shorter than MIN_TOKEN_LENGTH (warned about, not refused)."""
-        return [
-            f"server.auth.tokens[{i}].token"
-            for i, entry in enumerate(self.tokens)
-            if len(entry.token.get_secret_value()) < MIN_TOKEN_LENGTH
-        ]
-
-
-class ServerSettings(Block):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
-    public_url: str | None = Field(
-        default=None, description="Base URL advertised in the card; default: from each request"
-    )
-    trust_forwarded_headers: bool = Field(
-        default=False, description="Honour X-Forwarded-Proto/Host when building card URLs"
-    )
-    auth: AuthSettings = Field(default_factory=AuthSettings)
-    allow_unauthenticated: bool = Field(
-        default=False,
-        description="Allow a non-loopback bind without auth tokens (anyone who reaches the port "
-        "can drive the agent)",
-    )
-    allowed_origins: list[str] = Field(
-        default_factory=list,
-        description="Origins allowed to call from a browser; a request with any other Origin "
-        "header is refused (403)",
-    )
-    allowed_hosts: list[str] | None = Field(
-        default=None,
-        description="Host header values accepted (DNS-rebinding guard); default: loopback names "
-        "when bound to loopback, anything otherwise",
-    )
-    max_body_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
-    max_parts: int = Field(default=64, ge=1, description="Parts in one message at most")
-    max_file_bytes: int = Field(
-        default=8 * 1024 * 1024, ge=1, description="Bytes of one inline file part at most"
-    )
-    max_concurrent_turns: int = Field(
-        default=8, ge=1, description="Turns running at once in this daemon; others wait in order"
-    )
-    max_concurrent_turns_per_principal: int = Field(
-        default=0, ge=0, description="Turns running at once per principal; 0 = no own limit"
-    )
-    max_queued_turns: int = Field(
-        default=256, ge=0, description="Turns waiting for a slot in this daemon at most"
-    )
-    max_connections: int = Field(
-        default=1024,
-        ge=1,
-        description="Open client connections at most; more are answered 503 and closed at "
-        "once (lowered to fit the open-file limit)",
-    )
-    max_connections_per_client: int = Field(
-        default=256, ge=0, description="Open connections from one client address; 0 = no own limit"
-    )
-    header_timeout: int = Field(
-        default=10_000,
-        ge=0,
-        description="ms a new connection has to send a complete request head; 0 = no limit",
-    )
-    keep_alive_timeout: int = Field(
-        default=15_000,
-        ge=1,
-        description="ms an idle connection is kept open between requests",
-    )
-    sse_ping_interval: int = Field(default=15000, ge=100, description="ms")
-    debug_errors: bool = False
-    shutdown_timeout: int = Field(default=10000, ge=0, description="ms")
-
-
 class StorageSettings(Block):
     kind: Literal["sqlite", "memory"] = "sqlite"
     path: Path | None = None
@@ -232,39 +121,6 @@ class StorageSettings(Block):
             return self.path.expanduser()
         state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         return Path(state) / "a2a-wrapper" / "tasks.sqlite3"
-
-
-class PushSettings(Block):
-    enabled: bool = Field(
-        default=False,
-        description="Offer push notifications (card capabilities.pushNotifications); when false "
-        "every push operation answers PushNotificationNotSupported",
-    )
-    max_attempts: int = Field(
-        default=6, ge=1, description="Delivery attempts per notification before giving up"
-    )
-    timeout: int = Field(default=10_000, ge=1, description="ms one delivery attempt may take")
-    backoff: int = Field(
-        default=1000, ge=0, description="ms before the first retry; doubles per retry, jittered"
-    )
-    max_backoff: int = Field(default=60_000, ge=0, description="ms between retries at most")
-    allow_private_targets: bool = Field(
-        default=False,
-        description="Allow webhooks on loopback, private, link-local and other non-public "
-        "addresses, cloud metadata included (tests only); prefer push.allowedTargets",
-    )
-    allowed_targets: list[str] = Field(
-        default_factory=list,
-        description="Webhook hosts allowed although not public: CIDRs (a bare address is one "
-        "host) and host names; a cloud metadata address only when listed as that address",
-    )
-
-    @field_validator("allowed_targets")
-    @classmethod
-    def _targets_parse(cls, entries: list[str]) -> list[str]:
-        for entry in entries:
-            parse_push_target(entry)
-        return entries
 
 
 class Settings(BaseSettings):
@@ -289,13 +145,12 @@ class Settings(BaseSettings):
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
-    claude: ClaudeConfig = Field(default_factory=ClaudeConfig)
-    codex: CodexConfig = Field(default_factory=CodexConfig)
-    opencode: OpencodeConfig = Field(default_factory=OpencodeConfig)
-    copilot: CopilotConfig = Field(default_factory=CopilotConfig)
     options: dict[str, JsonValue] = Field(
-        default_factory=dict, description="Options passed to a third-party backend"
+        default_factory=dict,
+        description="Options passed to a third-party backend given as a plain factory",
     )
+    # The backend blocks (`"<name>": {...}`), validated by each backend's own model.
+    _blocks: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def settings_customise_sources(
@@ -308,6 +163,35 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # init carries CLI flags merged over the file; env sits between them (see load()).
         return (init_settings,)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _backend_blocks(cls, data: Any, handler: ModelWrapValidatorHandler[Settings]) -> Settings:
+        """Validate each backend block with its backend's model (the registry's spec), so a
+        backend owns its keys and the error paths still start with the block's name."""
+        if not isinstance(data, dict):
+            return handler(data)
+        rest = dict(data)
+        blocks = {name: rest.pop(name) for name in block_names(rest.get("backend")) if name in rest}
+        settings = handler(rest)
+        selected = _spec_or_none(settings.backend)
+        if selected is not None:
+            blocks.setdefault(selected.name, {})
+        validated: dict[str, BaseModel] = {}
+        problems: list[str] = []
+        for name, raw in blocks.items():
+            spec = selected if selected is not None and selected.name == name else None
+            spec = spec or _spec_or_none(name)
+            if spec is None:  # pragma: no cover - block_names only names loadable specs
+                continue
+            try:
+                validated[name] = spec.config_model.model_validate(raw)
+            except ValidationError as exc:
+                problems.extend(error_lines(exc, prefix=f"{name}."))
+        if problems:
+            raise ValueError("; ".join(problems))
+        settings._blocks = validated
+        return settings
 
     @model_validator(mode="after")
     def _safe_to_serve(self) -> Settings:
@@ -335,41 +219,46 @@ class Settings(BaseSettings):
         """The task engine's section: every knob it reads, frozen, in its own units."""
         return engine_config(self)
 
-    def backend_block(self) -> AgentBlock | None:
-        """The validated block of a built-in backend, or None for a third-party one."""
-        if self.backend in BUILTIN_BLOCKS:
-            block: AgentBlock = getattr(self, self.backend)
-            return block
+    def backend_block(self) -> BaseModel | None:
+        """The validated block of the configured backend, or None when it is a plain factory
+        (which takes `options`) or unknown (the registry says so when the app is built)."""
+        spec = _spec_or_none(self.backend)
+        return None if spec is None else self._blocks.get(spec.name)
+
+    def block(self, model: type[BlockT]) -> BlockT:
+        """The configured backend's block as `model` (its spec's config model)."""
+        block = self.backend_block()
+        if not isinstance(block, model):
+            raise TypeError(f"backend {self.backend!r} has no {model.__name__} block")
+        return block
+
+    def backend_config(self) -> object:
+        """What the backend factory takes: its validated block, else `options`."""
+        block = self.backend_block()
+        return block if block is not None else dict(self.options)
+
+
+BlockT = TypeVar("BlockT", bound=BaseModel)
+
+
+def _spec_or_none(name: str) -> BackendSpec[Any] | None:
+    try:
+        return registry.spec_for(name)
+    except registry.UnknownBackendError:
         return None
 
-    def backend_options(self) -> dict[str, Any]:
-        return dict(self.options)
+
+def block_names(backend: object) -> list[str]:
+    """Top-level keys that are backend blocks: every backend known by name, and the spec a
+    `package.module:attr` backend names."""
+    known = registry.names()
+    if isinstance(backend, str) and backend not in known:
+        spec = _spec_or_none(backend)
+        if spec is not None:
+            known.append(spec.name)
+    return known
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def parse_push_target(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | str:
-    """One `push.allowedTargets` entry: a network (a bare address is a /32 or /128), or a
-    lower-case host name. Raises ValueError for anything else."""
-    text = entry.strip()
-    try:
-        return ipaddress.ip_network(text.strip("[]"), strict=False)
-    except ValueError:
-        pass
-    name = text.lower().rstrip(".")
-    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(x) for x in name.split(".")):
-        raise ValueError(f"{entry!r} is neither a CIDR nor a host name")
-    return name
-
-
-_HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -426,14 +315,19 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _describe(exc: ValidationError) -> str:
+def error_lines(exc: ValidationError, *, prefix: str = "") -> list[str]:
+    """One `key.path: what is wrong` line per error."""
     lines = []
     for err in exc.errors(include_url=False):
-        path = ".".join(str(p) for p in err["loc"])
+        path = prefix + ".".join(str(p) for p in err["loc"])
         msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         msg = msg.removeprefix("Value error, ")
-        lines.append(f"{path}: {msg}" if path else msg)
-    return "; ".join(lines)
+        lines.append(f"{path.rstrip('.')}: {msg}" if path else msg)
+    return lines
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(error_lines(exc))
 
 
 def load(
@@ -466,7 +360,14 @@ def load(
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the config file (committed as config/schema.json; a test keeps it
     in sync with the models)."""
-    schema = Settings.model_json_schema(by_alias=True)
+    # Settings as if it declared every known backend's block (they are validated by the
+    # backends' own models, see Settings._backend_blocks).
+    blocks: dict[str, Any] = {
+        spec.name: (spec.config_model, Field(default_factory=spec.config_model))
+        for spec in registry.specs()
+    }
+    declared = create_model("Settings", __base__=Settings, **blocks)
+    schema = declared.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "a2a-wrapper daemon config"
     return schema

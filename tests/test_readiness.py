@@ -126,7 +126,7 @@ def test_a_backend_that_cannot_start_is_one_line_and_exit_4(
     lines = operator_lines(stderr)
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr
-    # ClaudeStartError's own text, which lists every problem it found.
+    # The backend's BackendUnavailableError text, which lists every problem it found.
     assert lines[0].startswith(
         f"a2a-wrapper: the backend cannot start: claude.workingDirectory {missing} does not exist"
     )

@@ -250,7 +250,7 @@ def safe_failure(
 ) -> Failed:
     """A Failed event that is safe to show the caller, for a failure caused by foreign text.
 
-    `sentence` is written for the caller ("OpenCode refused the prompt."); the raw text (the
+    `sentence` is written for the caller ("The agent refused the prompt."); the raw text (the
     traceback and text of `exc`, and/or `detail`: an upstream error body, an agent's own error
     words) is logged at error level as `event` with a fresh `error_id` and `context`; the
     message is `sentence` carrying that id. Never put the raw text into `sentence`.

@@ -28,9 +28,9 @@ class CliNotFoundError(FileNotFoundError):
 class CliSource:
     """How to talk about one agent's binary in a not-found message."""
 
-    what: str  # "the copilot CLI"
-    key: str  # the config key (or variable) that names a binary: "copilot.cliPath"
-    install: str  # what the pinned install is, e.g. "@github/copilot@1.0.102 (`make`)"
+    what: str  # "the acme CLI"
+    key: str  # the config key (or variable) that names a binary: "acme.cliPath"
+    install: str  # what the pinned install is, e.g. "@acme/cli@1.2.3 (`make`)"
 
 
 def is_executable(path: Path) -> bool:

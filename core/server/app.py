@@ -158,8 +158,7 @@ def build_hooks(settings: Settings) -> Hooks:
 
 def backend_config(settings: Settings) -> object:
     """What the backend factory takes: a built-in's validated block, else `options`."""
-    block = settings.backend_block()
-    return block if block is not None else settings.backend_options()
+    return settings.backend_config()
 
 
 async def _alive(request: web.Request) -> web.Response:

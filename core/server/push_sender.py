@@ -22,7 +22,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from core.server.push_guard import Address, TargetPolicy
-from core.settings import PushSettings
+from core.settings_server import PushSettings
 from core.tasks.push import PushDeliveryError, PushTargetRefusedError
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]

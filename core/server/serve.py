@@ -15,7 +15,8 @@ from core.instance.guard import guarded
 from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
 from core.server.ratelog import LogSummary
-from core.settings import ServerSettings, Settings
+from core.settings import Settings
+from core.settings_server import ServerSettings
 from core.tasks.startup import ListenError, failing_as
 
 log = structlog.get_logger(__name__)

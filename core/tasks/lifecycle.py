@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Backend
+from core.backend.base import serving
 from core.sessions.manager import SessionManager
 from core.tasks.engine_config import EngineConfig
 from core.tasks.push import PushDispatcher
@@ -66,10 +68,10 @@ class Lifecycle:
                     failed = await self._store.fail_unfinished(RESTART_REASON)
                 if failed:
                     log.warning("tasks.reconciled", failed=failed)
-                with failing_as(BackendStartError):
-                    await self._backend.start()
+                # start(), then the backend's serve() in a group of its own (core.backend.base).
+                backend = serving(self._backend, partial(failing_as, BackendStartError))
                 try:
-                    async with anyio.create_task_group() as tg:
+                    async with backend, anyio.create_task_group() as tg:
                         self._scheduler.task_group = tg
                         if self._push is not None:
                             await tg.start(self._push.serve)

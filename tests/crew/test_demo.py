@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 
+from core.backend.config import AgentBlock
 from core.settings import load
 from examples.crew.demo import BUILTIN, Manifest
 from examples.crew.plan import load_plan
@@ -120,7 +121,7 @@ def test_the_real_demo_uses_four_different_real_backends_on_the_mock_models(
         checked.write_text(json.dumps(doc))
         settings = load(checked, environ=DEMO_ENV)
         block = settings.backend_block()
-        assert block is not None
+        assert isinstance(block, AgentBlock)
         assert settings.server.host == "127.0.0.1"
         assert str(block.working_directory).startswith("/demo/work/")
         assert block.home is not None  # never the user's own agent state

@@ -87,6 +87,8 @@ WIRE_MUST_NOT_IMPORT = (
     "core.tasks",
     "core.sessions",
     "core.settings",
+    "core.settings_engine",
+    "core.settings_server",
     "aiohttp",
     "sqlite3",
     "anyio",

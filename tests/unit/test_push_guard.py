@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.server.push_sender import HttpPushSender, Resolve
-from core.settings import PushSettings
+from core.settings_server import PushSettings
 from core.tasks.push import PushTargetRefusedError
 
 

@@ -1,21 +1,26 @@
 """Claude Code as an A2A agent, through claude-agent-sdk (docs/backends.md#claude).
 
-Modules: `backend` (the Backend: warm clients, turns, interrupt), `events` (the pure mapping of
-the CLI's messages to BackendEvents), `options` (config block -> SDK options and CLI
-environment), `pool` (warm-client bookkeeping), `process` (finding and stopping a client's
-process), `prompt` (a turn's parts as the CLI's user message), `approvals` (the permission
-callback of `approvals.mode: ask`), `diagnose` (`a2a-wrapper check`).
+Modules: `config` (the `claude` block), `backend` (the Backend: warm clients, turns,
+interrupt), `events` (the pure mapping of the CLI's messages to BackendEvents), `options`
+(config block -> SDK options and CLI environment), `pool` (warm-client bookkeeping), `stream`
+(the items of a turn's stream), `process` (finding and stopping a client's process), `prompt`
+(a turn's parts as the CLI's user message), `approvals` (the permission callback of
+`approvals.mode: ask`), `diagnose` (`a2a-wrapper check`).
 """
 
 from __future__ import annotations
 
-from core.backend.config.claude import ClaudeConfig
-from wrappers.claude.backend import ClaudeBackend, ClaudeStartError
+from core.backend.spec import BackendSpec
+from wrappers.claude.backend import ClaudeBackend
+from wrappers.claude.config import ClaudeConfig
+
+__all__ = ["SPEC", "ClaudeBackend", "create"]
 
 
 def create(config: ClaudeConfig) -> ClaudeBackend:
-    """The registry's factory for `"backend": "claude"`."""
+    """`ClaudeBackend` from its validated block (what the registry's spec calls)."""
     return ClaudeBackend(config)
 
 
-__all__ = ["ClaudeBackend", "ClaudeStartError", "create"]
+SPEC = BackendSpec("claude", ClaudeConfig, create)
+"""What the registry resolves `"backend": "claude"` to."""

@@ -14,16 +14,14 @@ task of its own between `start()` and `aclose()`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import time
 import uuid
-from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, cast
 
 import anyio
 import structlog
@@ -48,10 +46,11 @@ from core.backend import (
     Turn,
     safe_failure,
 )
+from core.backend.base import BackendUnavailableError
 from core.backend.binaries import CliNotFoundError
-from core.backend.config.claude import ClaudeConfig
-from wrappers.claude import diagnose, options, process
+from wrappers.claude import diagnose, options, process, stream
 from wrappers.claude.approvals import Approver
+from wrappers.claude.config import ClaudeConfig
 from wrappers.claude.events import TurnState, map_message
 from wrappers.claude.pool import Key, Pump, WarmClient, WarmPool
 from wrappers.claude.prompt import user_message
@@ -62,72 +61,11 @@ CRASHED = (
     "The Claude Code process ended in the middle of the turn; the next message starts a new "
     "one and continues the session."
 )
-STDERR_LINES = 20
 COSTS_KEPT = 10_000
-
-
-class ClaudeStartError(RuntimeError):
-    """Claude Code cannot run as configured; the message says what to fix."""
 
 
 class _SessionNotFoundError(Exception):
     pass
-
-
-class _StderrTail:
-    """The CLI's last stderr lines, logged when it fails to start (at debug level otherwise:
-    they may quote the conversation)."""
-
-    def __init__(self) -> None:
-        self.lines: deque[str] = deque(maxlen=STDERR_LINES)
-
-    def __call__(self, line: str) -> None:
-        self.lines.append(line)
-        log.debug("claude.stderr", line=line)
-
-
-def _messages(client: ClaudeSDKClient) -> AsyncGenerator[Message, None]:
-    """The client's messages up to and including the turn's ResultMessage (an async generator:
-    closed explicitly, never left to the garbage collector)."""
-    return cast("AsyncGenerator[Message, None]", client.receive_response())
-
-
-async def _once(message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    yield message
-
-
-class _Ended:
-    """The last item of a turn's stream: its messages ended (with a result, or not)."""
-
-
-_Item = Message | ApprovalRequest | _Ended
-
-
-def _offer(send: MemoryObjectSendStream[_Item], item: _Item) -> None:
-    """Put `item` into the turn's stream unless its consumer is gone."""
-    with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-        send.send_nowait(item)
-
-
-@contextlib.contextmanager
-def _questions(approver: Approver | None, send: MemoryObjectSendStream[_Item]) -> Iterator[None]:
-    """Route the permission questions of the client (if it asks) into the turn's stream while
-    the turn runs; one arriving after it is denied (nobody is there to ask)."""
-    if approver is None:
-        yield
-        return
-    approver.begin(send.clone())
-    try:
-        yield
-    finally:
-        approver.end()
-
-
-def _discard() -> MemoryObjectSendStream[_Item]:
-    """A stream nobody reads (the reader of an interrupted turn whose consumer is gone)."""
-    send, receive = anyio.create_memory_object_stream[_Item](math.inf)
-    receive.close()
-    return send
 
 
 class ClaudeBackend:
@@ -167,7 +105,7 @@ class ClaudeBackend:
         group that reaps idle clients."""
         problems = self._problems()
         if problems:
-            raise ClaudeStartError("; ".join(problems))
+            raise BackendUnavailableError("; ".join(problems))
         self._cli = options.resolve_cli(self._config)
         if self._config.home is not None:
             self._config.home.expanduser().mkdir(parents=True, exist_ok=True)
@@ -278,7 +216,7 @@ class ClaudeBackend:
         they are yielded in the order they happened."""
         try:
             warm, notes = await self._checkout(turn)
-        except ClaudeStartError as exc:
+        except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable", "Claude Code is not available.", event="claude.unavailable", exc=exc
             )
@@ -286,17 +224,17 @@ class ClaudeBackend:
         for note in notes:
             yield note
         state = TurnState(cost_before=warm.cost_total)
-        send, receive = anyio.create_memory_object_stream[_Item](math.inf)
-        with send, receive, _questions(warm.approver, send):
+        send, receive = anyio.create_memory_object_stream[stream.Item](math.inf)
+        with send, receive, stream.questions(warm.approver, send):
             warm.prompt_sent = True
             try:
-                await warm.client.query(_once(user_message(turn)))
+                await warm.client.query(stream.once(user_message(turn)))
             except ClaudeSDKError as exc:
                 log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
             else:
                 warm.pump = self._start_pump(warm, send.clone())
                 async for item in receive:
-                    if isinstance(item, _Ended):
+                    if isinstance(item, stream.Ended):
                         break
                     if isinstance(item, ApprovalRequest):
                         # The engine waits for the caller's answer, then reads on.
@@ -322,31 +260,31 @@ class ClaudeBackend:
             self._finish(warm, state)
         return state, events
 
-    def _start_pump(self, warm: WarmClient, send: MemoryObjectSendStream[_Item]) -> Pump:
+    def _start_pump(self, warm: WarmClient, send: MemoryObjectSendStream[stream.Item]) -> Pump:
         pump = Pump()
         if self._tg is None:
-            raise ClaudeStartError("the Claude backend is not started")
+            raise BackendUnavailableError("the Claude backend is not started")
         self._tg.start_soon(self._pump, warm, pump, send)
         return pump
 
     async def _pump(
-        self, warm: WarmClient, pump: Pump, send: MemoryObjectSendStream[_Item]
+        self, warm: WarmClient, pump: Pump, send: MemoryObjectSendStream[stream.Item]
     ) -> None:
         """Read the turn's messages up to its ResultMessage into the turn's stream, then an
-        `_Ended`. Reads on when the turn's consumer is gone (an interrupted turn still ends with
-        a result, which `interrupt` waits for)."""
+        `Ended`. Reads on when the turn's consumer is gone (an interrupted turn still ends
+        with a result, which `interrupt` waits for)."""
         with send:
             try:
-                async with aclosing(_messages(warm.client)) as messages:
+                async with aclosing(stream.messages(warm.client)) as messages:
                     async for message in messages:
                         if isinstance(message, ResultMessage):
                             pump.result = message
-                        _offer(send, message)
+                        stream.offer(send, message)
             except ClaudeSDKError as exc:
                 log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
             finally:
                 pump.done.set()
-                _offer(send, _Ended())
+                stream.offer(send, stream.Ended())
 
     def _finish(self, warm: WarmClient, state: TurnState) -> None:
         self._record_cost(warm, state.cost_total)
@@ -413,7 +351,7 @@ class ClaudeBackend:
         if stopping is not None:
             await stopping.wait()
         marker = uuid.uuid4().hex
-        stderr = _StderrTail()
+        stderr = stream.StderrTail()
         approver = Approver() if ask else None
         client = ClaudeSDKClient(
             options.build_options(
@@ -428,14 +366,16 @@ class ClaudeBackend:
         try:
             await client.connect()
         except CLINotFoundError as exc:
-            raise ClaudeStartError(f"the Claude Code binary {self._cli} cannot be run") from exc
+            raise BackendUnavailableError(
+                f"the Claude Code binary {self._cli} cannot be run"
+            ) from exc
         except ClaudeSDKError as exc:
             text = exc.result if isinstance(exc, ResultError) and exc.result else ""
             text = text or "\n".join(stderr.lines)
             if resume is not None and "No conversation found" in text:
                 raise _SessionNotFoundError from exc
             log.warning("claude.start_failed", error=type(exc).__name__, stderr=list(stderr.lines))
-            raise ClaudeStartError(
+            raise BackendUnavailableError(
                 "Claude Code did not start (see the daemon log for its output)"
             ) from exc
         pid = await process.started(marker)
@@ -469,7 +409,7 @@ class ClaudeBackend:
                 if pump is None:
                     # The prompt went out but the turn was cancelled before its reader started.
                     await warm.client.interrupt()
-                    pump = self._start_pump(warm, _discard())
+                    pump = self._start_pump(warm, stream.discard())
                 elif not pump.done.is_set():
                     # A permission question still waiting is cancelled by Claude Code itself.
                     await warm.client.interrupt()

@@ -1,4 +1,5 @@
-"""Static checks for `a2a-wrapper check`: binary and version, working directory, credentials.
+"""Static checks for `a2a-wrapper check`: binary and version, credentials
+(the working directory is a check of the core, shared by every backend).
 
 Nothing here starts the agent or prints a secret: credentials are reported by where they come
 from (a variable's name, a file's path), never by value.
@@ -16,8 +17,8 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
-from core.backend.config.claude import ClaudeConfig
-from wrappers.claude.options import CONFIG_DIR_VARIABLE, agent_env, resolve_cli, working_directory
+from wrappers.claude.config import ClaudeConfig
+from wrappers.claude.options import CONFIG_DIR_VARIABLE, agent_env, resolve_cli
 
 VERSION_TIMEOUT = 10.0
 CREDENTIAL_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -45,13 +46,6 @@ async def binary(config: ClaudeConfig) -> Diagnosis:
     except (OSError, subprocess.CalledProcessError, TimeoutError) as exc:
         return Diagnosis("claude binary", ok=False, detail=f"{cli}: does not run ({exc})")
     return Diagnosis("claude binary", ok=True, detail=f"{cli} ({version})")
-
-
-def workspace(config: ClaudeConfig) -> Diagnosis:
-    path = working_directory(config)
-    if not path.is_dir():
-        return Diagnosis("working directory", ok=False, detail=f"{path} does not exist")
-    return Diagnosis("working directory", ok=True, detail=str(path))
 
 
 def config_dir(config: ClaudeConfig, environ: Mapping[str, str]) -> Path:
@@ -84,4 +78,4 @@ def credentials(config: ClaudeConfig, environ: Mapping[str, str] | None = None) 
 
 
 async def diagnose(config: ClaudeConfig) -> list[Diagnosis]:
-    return [await binary(config), workspace(config), credentials(config)]
+    return [await binary(config), credentials(config)]

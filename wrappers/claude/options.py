@@ -12,7 +12,7 @@ from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPres
 
 from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
-from core.backend.config.claude import ClaudeConfig
+from wrappers.claude.config import ClaudeConfig
 from wrappers.claude.process import MARKER_VARIABLE
 
 # Nothing but the model endpoint is contacted (docs/backends.md#claude); the config's `env` may

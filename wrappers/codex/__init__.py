@@ -2,19 +2,24 @@
 
 Modules: `backend` (the Backend: lifecycle, turns, interrupt, warm threads), `appserver` (the
 JSON-RPC client of one app-server process), `events` (notifications -> BackendEvents, pure),
-`threads` (warm-thread bookkeeping), `options` (config -> command line and parameters),
-`inputs` (parts -> input items), `diagnose` (`a2a-wrapper check`), `process` and `background`
-(child processes and background tasks).
+`threads` (a warm thread; the kit's WarmPool keeps them), `options` (config -> command line
+and parameters), `inputs` (parts -> input items), `diagnose` (`a2a-wrapper check`), `process`
+and `background` (child processes and background tasks).
 """
 
 from __future__ import annotations
 
-from core.backend.config.codex import CodexConfig
-from wrappers.codex.backend import CodexBackend, CodexStartError
+from core.backend.spec import BackendSpec
+from wrappers.codex.backend import CodexBackend
+from wrappers.codex.config import CodexConfig
 
-__all__ = ["CodexBackend", "CodexStartError", "create"]
+__all__ = ["SPEC", "CodexBackend", "create"]
 
 
 def create(config: CodexConfig) -> CodexBackend:
-    """The registry's factory for `"backend": "codex"`."""
+    """`CodexBackend` from its validated block (what the registry's spec calls)."""
     return CodexBackend(config)
+
+
+SPEC = BackendSpec("codex", CodexConfig, create)
+"""What the registry resolves `"backend": "codex"` to."""

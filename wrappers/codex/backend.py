@@ -41,7 +41,8 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.config.codex import CodexConfig
+from core.backend.base import BackendUnavailableError
+from core.backend.pool import WarmPool
 from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
 from wrappers.codex.appserver import (
     AppServer,
@@ -51,6 +52,7 @@ from wrappers.codex.appserver import (
     Tap,
 )
 from wrappers.codex.background import Background
+from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import diagnose
 from wrappers.codex.events import TurnState, map_notification
 from wrappers.codex.inputs import input_items
@@ -63,7 +65,7 @@ from wrappers.codex.options import (
     turn_params,
 )
 from wrappers.codex.process import stop_thread_commands
-from wrappers.codex.threads import WarmThread, WarmThreads
+from wrappers.codex.threads import WarmThread
 
 log = structlog.get_logger(__name__)
 
@@ -71,10 +73,6 @@ INTERRUPT_GRACE = 5.0
 COMMAND_GRACE = 2.0
 UNLOAD_WAIT = 5.0
 REQUEST_TIMEOUT = 60.0
-
-
-class CodexStartError(RuntimeError):
-    """The backend cannot start; the message says what to change."""
 
 
 @dataclass
@@ -109,8 +107,8 @@ class CodexBackend:
         self.config = config
         self._environ = dict(os.environ if environ is None else environ)
         self._tap = tap
-        self._threads = WarmThreads(
-            max_warm=config.max_warm, warm_idle=config.warm_idle / 1000, clock=clock
+        self._threads: WarmPool[str, WarmThread] = WarmPool(
+            max_warm=config.max_warm, warm_idle_ms=config.warm_idle, clock=clock
         )
         self._active: dict[str, _ActiveTurn] = {}
         self._unloading: dict[str, _Unloading] = {}
@@ -118,7 +116,6 @@ class CodexBackend:
         self._server_lock = anyio.Lock()
         self._background: Background | None = None
         self._launch: Launch | None = None
-        self._pool_changed = anyio.Event()
 
     # ----- lifecycle -----------------------------------------------------------------------
 
@@ -127,7 +124,7 @@ class CodexBackend:
             check_working_directory(self.config)
             binary = codex_binary(self.config)
         except (OSError, ValueError) as exc:
-            raise CodexStartError(str(exc)) from exc
+            raise BackendUnavailableError(str(exc)) from exc
         self._launch = launch(self.config, binary, self._environ)
         self._background = await Background.open()
         try:
@@ -143,7 +140,7 @@ class CodexBackend:
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
-        self._threads.clear()
+        self._threads.drain()
         if self._background is not None:
             await self._background.aclose()
             self._background = None
@@ -157,7 +154,7 @@ class CodexBackend:
     @property
     def warm_threads(self) -> list[str]:
         """The threads loaded in the app-server, least recently used first."""
-        return self._threads.ids()
+        return self._threads.keys()
 
     async def _ensure_server(self) -> AppServer:
         async with self._server_lock:
@@ -168,13 +165,13 @@ class CodexBackend:
                 raise RuntimeError("the codex backend is not started")
             if server is not None:
                 log.warning("codex.app_server.replaced", reason=server.exit_reason)
-                self._threads.clear()
+                self._threads.drain()
             try:
                 self._server = await AppServer.launch(
                     self._background.task_group, self._launch, tap=self._tap
                 )
             except OSError as exc:
-                raise CodexStartError(f"cannot start codex app-server: {exc}") from exc
+                raise BackendUnavailableError(f"cannot start codex app-server: {exc}") from exc
             log.info("codex.app_server.started", pid=self._server.pid, version=self._server.version)
             return self._server
 
@@ -187,7 +184,7 @@ class CodexBackend:
         except AppServerExitedError as exc:
             yield _server_gone("unavailable", str(exc))
             return
-        except CodexStartError as exc:
+        except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
             )
@@ -239,7 +236,6 @@ class CodexBackend:
             if active is None or active.finished:
                 self._active.pop(turn.task_id, None)
                 self._threads.release(thread.id)
-                self._pool_changed.set()
             elif self._background is not None:
                 # The consumer went away mid-turn (cancel, deadline, or its own failure): stop
                 # the agent now; interrupt() waits for this same stop.
@@ -328,7 +324,8 @@ class CodexBackend:
         self, server: AppServer, thread_id: str, response: dict[str, object]
     ) -> WarmThread:
         model = response.get("model")
-        thread, evicted = self._threads.add(thread_id, model if isinstance(model, str) else None)
+        thread = WarmThread(thread_id, model if isinstance(model, str) else None)
+        evicted = [t.id for t in self._threads.add(thread_id, thread)]
         if evicted and self._background is not None:
             # Marked now, so a turn arriving for one of them waits for the unload to finish
             # before resuming it, instead of racing it.
@@ -358,7 +355,6 @@ class CodexBackend:
                 if entry is active:
                     del self._active[task_id]
             self._threads.release(active.thread_id)
-            self._pool_changed.set()
             active.stopped.set()
 
     async def _stop_turn(self, active: _ActiveTurn) -> None:
@@ -409,7 +405,7 @@ class CodexBackend:
         if any(a.thread_id == session_id for a in self._active.values()):
             return
         server = self._server
-        if self._threads.remove(session_id) and server is not None and server.running:
+        if self._threads.remove(session_id) is not None and server is not None and server.running:
             await self._unload(server, [session_id])
 
     async def _unload(self, server: AppServer, thread_ids: list[str]) -> None:
@@ -438,7 +434,7 @@ class CodexBackend:
     async def evict_idle(self) -> list[str]:
         """Unload the threads idle for `warmIdle` now; returns their ids. The background
         evictor calls this whenever the next idle thread is due."""
-        expired = self._threads.expired()
+        expired = [t.id for t in self._threads.expired()]
         server = self._server
         if expired and server is not None and server.running:
             await self._unload(server, expired)
@@ -446,10 +442,7 @@ class CodexBackend:
 
     async def _evict_idle_forever(self) -> None:
         while True:
-            delay = self._threads.next_expiry()
-            with anyio.move_on_after(delay if delay is not None else float("inf")):
-                await self._pool_changed.wait()
-            self._pool_changed = anyio.Event()
+            await self._threads.wait_due()
             await self.evict_idle()
 
     # ----- status --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
-from core.backend.config.codex import CodexConfig
+from wrappers.codex.config import CodexConfig
 from wrappers.codex.options import (
     NotAGitRepositoryError,
     agent_environment,

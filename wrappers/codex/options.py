@@ -15,7 +15,7 @@ from pydantic import JsonValue
 
 from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
-from core.backend.config.codex import CodexConfig
+from wrappers.codex.config import CodexConfig
 
 # features: without turning these off Codex reaches for api.github.com and chatgpt.com at start.
 # thread_unload_delay_secs: the daemon decides when a thread leaves memory (warmIdle, maxWarm);

@@ -7,14 +7,17 @@ and a message are given), `diagnose` (`a2a-wrapper check`), `backend` (the `Back
 
 from __future__ import annotations
 
-from core.backend import Backend
-from core.backend.config.copilot import CopilotConfig
+from core.backend.spec import BackendSpec
 from wrappers.copilot.backend import CopilotBackend
+from wrappers.copilot.config import CopilotConfig
+
+__all__ = ["SPEC", "CopilotBackend", "create"]
 
 
-def create(config: CopilotConfig) -> Backend:
-    """The registry's factory for `"backend": "copilot"`."""
+def create(config: CopilotConfig) -> CopilotBackend:
+    """`CopilotBackend` from its validated block (what the registry's spec calls)."""
     return CopilotBackend(config)
 
 
-__all__ = ["CopilotBackend", "create"]
+SPEC = BackendSpec("copilot", CopilotConfig, create)
+"""What the registry resolves `"backend": "copilot"` to."""

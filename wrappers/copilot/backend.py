@@ -26,13 +26,14 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.config.copilot import CopilotConfig
+from core.backend.base import BackendUnavailableError
+from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.diagnose import diagnose
 from wrappers.copilot.events import TurnState, map_event
 from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
 from wrappers.copilot.prompt import build_message
-from wrappers.copilot.runtime import Child, CopilotRuntime, CopilotUnavailableError
+from wrappers.copilot.runtime import Child, CopilotRuntime
 from wrappers.copilot.sessions import ActiveTurn, ChildExited, SessionPool, WarmSession
 
 log = structlog.get_logger(__name__)
@@ -70,7 +71,7 @@ class CopilotBackend:
     async def start(self) -> None:
         workdir = self._config.working_directory
         if not workdir.is_dir():
-            raise CopilotUnavailableError(
+            raise BackendUnavailableError(
                 f"copilot.workingDirectory {str(workdir)!r} does not exist or is not a directory"
             )
         ready, self._stopping = anyio.Event(), anyio.Event()
@@ -140,7 +141,7 @@ class CopilotBackend:
         yield SessionBound(session_id)
         try:
             warm = await self._acquire(session_id, resume=turn.session_id is not None)
-        except CopilotUnavailableError as exc:
+        except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable",
                 "The Copilot CLI is not available.",
@@ -232,7 +233,7 @@ class CopilotBackend:
                 )
         except Exception as exc:
             if not child.alive:
-                raise CopilotUnavailableError(_exited_message(child.returncode)) from exc
+                raise BackendUnavailableError(_exited_message(child.returncode)) from exc
             raise
         self._pool.add(warm)
         return warm

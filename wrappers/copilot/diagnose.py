@@ -14,7 +14,7 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
-from core.backend.config.copilot import CopilotConfig
+from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.runtime import PINNED_CLI_VERSION, child_env, find_cli
 
 TOKEN_VARIABLES = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")

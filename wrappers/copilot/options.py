@@ -12,7 +12,7 @@ from typing import Any
 from copilot import MCPServerConfig, PermissionRequest, ProviderConfig, SystemMessageConfig
 
 from core.backend.config import HttpMcpServer, McpServer, StdioMcpServer
-from core.backend.config.copilot import CopilotConfig
+from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.permissions import Answer
 
 PermissionCallback = Callable[[PermissionRequest, Any], Awaitable[Answer]]

@@ -44,7 +44,7 @@ from copilot.session_events import (
 )
 
 from core.backend import ApprovalRequest
-from core.backend.config.copilot import TOOL_PATTERN
+from wrappers.copilot.config import TOOL_PATTERN
 
 # Paths a shell command may name without leaving the working directory.
 _HARMLESS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})

@@ -18,19 +18,16 @@ from anyio.abc import TaskGroup
 from copilot import CopilotClient, RuntimeConnection
 
 from core.backend import binaries, procfs
+from core.backend.base import BackendUnavailableError
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource
-from core.backend.config.copilot import CopilotConfig
 from core.backend.process import track, untrack
+from wrappers.copilot.config import CopilotConfig
 
 log = structlog.get_logger(__name__)
 
 # The SDK release pins this CLI release (github-copilot-sdk==1.0.25 -> @github/copilot@1.0.102).
 PINNED_CLI_VERSION = "1.0.102"
 STOP_TIMEOUT = 10.0
-
-
-class CopilotUnavailableError(RuntimeError):
-    """The Copilot CLI cannot be started; the message says what to fix."""
 
 
 def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path:
@@ -139,11 +136,11 @@ class CopilotRuntime:
 
     async def _start(self) -> Child:
         if self._closing:
-            raise CopilotUnavailableError("the Copilot backend is shutting down")
+            raise BackendUnavailableError("the Copilot backend is shutting down")
         try:
             cli = find_cli(self._config, self._environ)
         except CliNotFoundError as exc:
-            raise CopilotUnavailableError(str(exc)) from exc
+            raise BackendUnavailableError(str(exc)) from exc
         connection = RuntimeConnection.for_stdio(path=str(cli))
         connection.env = child_env(self._config, self._environ)
         byok = self._config.provider is not None
@@ -160,7 +157,7 @@ class CopilotRuntime:
         except Exception as exc:
             child.process = _process_of(client)
             await _force_stop(child)
-            raise CopilotUnavailableError(f"the copilot CLI did not start: {exc}") from exc
+            raise BackendUnavailableError(f"the copilot CLI did not start: {exc}") from exc
         child.process = _process_of(client)
         if child.process is not None:
             # The SDK started it: record it for the daemon's process hygiene.

@@ -7,13 +7,17 @@ BackendEvents), `backend` (the `Backend`), `diagnose` (`a2a-wrapper check`).
 
 from __future__ import annotations
 
-from core.backend.config.opencode import OpencodeConfig
+from core.backend.spec import BackendSpec
 from wrappers.opencode.backend import OpencodeBackend
+from wrappers.opencode.config import OpencodeConfig
+
+__all__ = ["SPEC", "OpencodeBackend", "create"]
 
 
 def create(config: OpencodeConfig) -> OpencodeBackend:
-    """The registry's factory for `"backend": "opencode"`."""
+    """`OpencodeBackend` from its validated block (what the registry's spec calls)."""
     return OpencodeBackend(config)
 
 
-__all__ = ["OpencodeBackend", "create"]
+SPEC = BackendSpec("opencode", OpencodeConfig, create)
+"""What the registry resolves `"backend": "opencode"` to."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import shlex
-import time
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass
@@ -28,9 +26,11 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.config.opencode import OpencodeConfig
+from core.backend.base import BackendUnavailableError
+from core.backend.pool import WarmPool
 from wrappers.opencode import diagnose as diagnostics
 from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
+from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
@@ -39,7 +39,7 @@ from wrappers.opencode.events import (
     RejectQuestion,
     TurnMapper,
 )
-from wrappers.opencode.launch import OpencodeUnavailableError, session_permission, xdg_env
+from wrappers.opencode.launch import session_permission, xdg_env
 from wrappers.opencode.router import EventRouter, Lost, Subscription
 from wrappers.opencode.server import OpencodeServer
 
@@ -77,7 +77,10 @@ class OpencodeBackend:
         self._server = OpencodeServer(config, self._router)
         self._stack: AsyncExitStack | None = None
         self._active: dict[str, _ActiveTurn] = {}
-        self._warm: OrderedDict[str, float] = OrderedDict()
+        # Sessions known to exist in OpenCode; a forgotten one is checked again on its next turn.
+        self._warm: WarmPool[str, str] = WarmPool(
+            max_warm=config.max_warm, warm_idle_ms=config.warm_idle
+        )
         model = config.model.split("/", 1) if config.model else None
         self._model = (model[0], model[1]) if model else None
 
@@ -86,7 +89,7 @@ class OpencodeBackend:
     async def start(self) -> None:
         directory = self.config.working_directory.expanduser()
         if not self.config.server_url and not directory.is_dir():
-            raise OpencodeUnavailableError(f"opencode.workingDirectory {directory} does not exist")
+            raise BackendUnavailableError(f"opencode.workingDirectory {directory} does not exist")
         stack = AsyncExitStack()
         try:
             tg = await stack.enter_async_context(anyio.create_task_group())
@@ -136,7 +139,7 @@ class OpencodeBackend:
         try:
             client = await self._server.wait_ready(READY_TIMEOUT)
             session_id = await self._session_for(client, turn)
-        except (*_HTTP_ERRORS, OpencodeUnavailableError) as exc:
+        except (*_HTTP_ERRORS, BackendUnavailableError) as exc:
             yield safe_failure(
                 "unavailable", "OpenCode is not available.", event="opencode.unavailable", exc=exc
             )
@@ -311,25 +314,18 @@ class OpencodeBackend:
                 title=title, permission=session_permission(self.config)
             )
             session_id = str(session["id"])
-        self._warm[session_id] = time.monotonic()
-        self._warm.move_to_end(session_id)
-        self._evict()
+        self._warm.add(session_id, session_id, busy=False)
         return session_id
 
     def _evict(self) -> None:
-        """Forget sessions idle longer than warmIdle, and the oldest beyond maxWarm. A forgotten
-        session is checked with OpenCode (and recreated if gone) on its next turn."""
-        idle_limit = self.config.warm_idle / 1000
-        now = time.monotonic()
-        for session_id, used in list(self._warm.items()):
-            if idle_limit and now - used > idle_limit:
-                del self._warm[session_id]
-        while len(self._warm) > self.config.max_warm:
-            self._warm.popitem(last=False)
+        """Forget sessions idle longer than warmIdle (the oldest go beyond maxWarm as they are
+        added). A forgotten session is checked with OpenCode (and recreated if gone) on its
+        next turn."""
+        self._warm.expired()
 
     async def drop_session(self, session_id: str) -> None:
         """The session expired (ttl): forget it and delete it from OpenCode (best effort)."""
-        self._warm.pop(session_id, None)
+        self._warm.remove(session_id)
         client = self._server.client
         if client is None:
             return

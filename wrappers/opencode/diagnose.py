@@ -1,4 +1,5 @@
-"""`a2a-wrapper check` for OpenCode: binary and version, working directory, credentials.
+"""`a2a-wrapper check` for OpenCode: binary and version, credentials
+(the working directory is a check of the core, shared by every backend).
 
 Runs without starting the server; never prints a secret, only where one was found.
 """
@@ -14,8 +15,9 @@ from typing import Any
 import anyio
 
 from core.backend import Diagnosis
-from core.backend.config.opencode import OpencodeConfig
-from wrappers.opencode.launch import OpencodeUnavailableError, find_binary, opencode_config
+from core.backend.base import BackendUnavailableError
+from wrappers.opencode.config import OpencodeConfig
+from wrappers.opencode.launch import find_binary, opencode_config
 from wrappers.opencode.server import split_credentials
 
 # The environment variables OpenCode reads for its built-in providers (models.dev `env`).
@@ -38,7 +40,7 @@ async def diagnose(
     config: OpencodeConfig, environ: Mapping[str, str] | None = None
 ) -> list[Diagnosis]:
     env = {**(os.environ if environ is None else environ), **config.env}
-    checks = [await _binary(config), _working_directory(config), _credentials(config, env)]
+    checks = [await _binary(config), _credentials(config, env)]
     return checks
 
 
@@ -47,7 +49,7 @@ async def _binary(config: OpencodeConfig) -> Diagnosis:
         return Diagnosis("opencode server", True, f"attaches to {_without_credentials(config)}")
     try:
         binary = find_binary(config.cli_path)
-    except OpencodeUnavailableError as exc:
+    except BackendUnavailableError as exc:
         return Diagnosis("opencode binary", False, str(exc))
     try:
         with anyio.fail_after(30):
@@ -64,13 +66,6 @@ async def _binary(config: OpencodeConfig) -> Diagnosis:
 def _without_credentials(config: OpencodeConfig) -> str:
     url, _, _ = split_credentials(config.server_url or "")
     return url
-
-
-def _working_directory(config: OpencodeConfig) -> Diagnosis:
-    directory = config.working_directory.expanduser().resolve()
-    if directory.is_dir():
-        return Diagnosis("working directory", True, str(directory))
-    return Diagnosis("working directory", False, f"{directory} does not exist")
 
 
 def _credentials(config: OpencodeConfig, env: Mapping[str, str]) -> Diagnosis:

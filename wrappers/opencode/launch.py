@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.backend.base import BackendUnavailableError
 from core.backend.binaries import (
     PROJECT_TOOLS,
     CliNotFoundError,
@@ -22,7 +23,7 @@ from core.backend.binaries import (
     is_executable,
 )
 from core.backend.config import HttpMcpServer, StdioMcpServer
-from core.backend.config.opencode import OpencodeConfig
+from wrappers.opencode.config import OpencodeConfig
 
 PINNED_NPM = "opencode-ai@1.18.33"  # what `make` installs into .tools (Makefile: NPM_TOOLS)
 _MIN_BINARY_BYTES = 1_000_000  # without its postinstall, opencode-ai ships a 479-byte stub
@@ -37,10 +38,6 @@ QUIET_ENV = {
     "npm_config_registry": "http://127.0.0.1:9/",
 }
 XDG_KINDS = ("DATA", "CONFIG", "CACHE", "STATE")
-
-
-class OpencodeUnavailableError(RuntimeError):
-    """OpenCode cannot be used: no binary, no working directory, or the server did not start."""
 
 
 @dataclass(frozen=True)
@@ -59,14 +56,14 @@ def _usable(path: Path) -> bool:
 
 def find_binary(cli_path: Path | None) -> Path:
     """The `opencode` binary to run: `cliPath`, else the pinned npm install in .tools, else
-    PATH; raises OpencodeUnavailableError naming where it looked."""
+    PATH; raises BackendUnavailableError naming where it looked."""
     pinned = [PROJECT_TOOLS / "opencode-ai" / "bin" / "opencode.exe"]
     pinned += sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode"))
     source = CliSource("the opencode binary", "opencode.cliPath", f"{PINNED_NPM} (`make`)")
     try:
         return find_cli(cli_path, pinned, "opencode", source, usable=_usable)
     except CliNotFoundError as exc:
-        raise OpencodeUnavailableError(str(exc)) from exc
+        raise BackendUnavailableError(str(exc)) from exc
 
 
 def xdg_env(home: Path) -> dict[str, str]:

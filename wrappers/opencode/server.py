@@ -22,10 +22,11 @@ import structlog
 from anyio.abc import ByteReceiveStream, Process, TaskGroup, TaskStatus
 from anyio.streams.text import TextReceiveStream
 
-from core.backend.config.opencode import OpencodeConfig
+from core.backend.base import BackendUnavailableError
 from core.backend.process import spawn, stop
 from wrappers.opencode.client import OpencodeClient
-from wrappers.opencode.launch import OpencodeUnavailableError, build_launch, find_binary
+from wrappers.opencode.config import OpencodeConfig
+from wrappers.opencode.launch import build_launch, find_binary
 from wrappers.opencode.router import EventRouter
 
 log = structlog.get_logger(__name__)
@@ -70,7 +71,7 @@ class OpencodeServer:
             if self._ready is not None:
                 await self._ready.wait()
         if self._client is None:
-            raise OpencodeUnavailableError("the OpenCode server is not running (restarting?)")
+            raise BackendUnavailableError("the OpenCode server is not running (restarting?)")
         return self._client
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -92,7 +93,7 @@ class OpencodeServer:
                 if not isinstance(exc, _START_ERRORS):
                     raise
                 if first:
-                    raise OpencodeUnavailableError(f"OpenCode did not start: {exc}") from exc
+                    raise BackendUnavailableError(f"OpenCode did not start: {exc}") from exc
                 exit_reason = f"restart failed: {exc}"
             self._router.lose_all(
                 f"The OpenCode server stopped during this turn ({exit_reason}); the next turn "
@@ -162,7 +163,7 @@ class OpencodeServer:
         binary = find_binary(self._config.cli_path)
         launch = build_launch(self._config, binary, password)
         if not launch.cwd.is_dir():
-            raise OpencodeUnavailableError(f"workingDirectory {launch.cwd} does not exist")
+            raise BackendUnavailableError(f"workingDirectory {launch.cwd} does not exist")
         process = await spawn(launch.argv, cwd=launch.cwd, env=launch.env)
         self.pid = process.pid
         self._generation += 1
@@ -170,7 +171,7 @@ class OpencodeServer:
         stdout, stderr = process.stdout, process.stderr
         try:
             if stdout is None or stderr is None:  # never: both are pipes
-                raise OpencodeUnavailableError("opencode serve has no output pipes")  # noqa: TRY301
+                raise BackendUnavailableError("opencode serve has no output pipes")  # noqa: TRY301
             stderr_done = anyio.Event()
             tg.start_soon(self._drain, stderr, stderr_tail, "stderr", stderr_done)
             url = await self._listening(stdout, stderr_tail, stderr_done)
@@ -198,8 +199,8 @@ class OpencodeServer:
             with anyio.move_on_after(2):  # the reason is the last thing it wrote to stderr
                 await stderr_done.wait()
             last = stderr_tail[-1] if stderr_tail else "no output"
-            raise OpencodeUnavailableError(f"opencode serve exited before listening: {last}")
-        raise OpencodeUnavailableError(f"opencode serve did not listen within {timeout:g} s")
+            raise BackendUnavailableError(f"opencode serve exited before listening: {last}")
+        raise BackendUnavailableError(f"opencode serve did not listen within {timeout:g} s")
 
     async def _drain(
         self, stream: ByteReceiveStream, tail: deque[str], name: str, done: anyio.Event
@@ -219,7 +220,7 @@ class OpencodeServer:
         ended.set(f"opencode serve exited with code {code}{last}")
 
 
-_START_ERRORS = (OSError, OpencodeUnavailableError, TimeoutError, aiohttp.ClientError)
+_START_ERRORS = (OSError, BackendUnavailableError, TimeoutError, aiohttp.ClientError)
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from core.backend import DataContent, FileContent, TextContent, Turn
-from core.backend.config.claude import ClaudeConfig
+from core.backend.config import working_directory_check
 from core.settings import ConfigError, Settings, load
 from wrappers.claude import diagnose, options
+from wrappers.claude.config import ClaudeConfig
 from wrappers.claude.process import MARKER_VARIABLE
 from wrappers.claude.prompt import user_message
 
@@ -22,7 +23,7 @@ def settings(claude: dict[str, Any]) -> Settings:
 
 
 def config(**claude: Any) -> ClaudeConfig:
-    return settings(claude).claude
+    return settings(claude).block(ClaudeConfig)
 
 
 @pytest.mark.parametrize("mode", ["default", "auto"])
@@ -197,7 +198,7 @@ def test_credentials_are_reported_by_source_never_by_value(tmp_path: Path) -> No
 
 
 def test_the_working_directory_check(tmp_path: Path) -> None:
-    assert diagnose.workspace(config(workingDirectory=str(tmp_path))).ok
-    missing = diagnose.workspace(config(workingDirectory=str(tmp_path / "nope")))
+    assert working_directory_check(config(workingDirectory=str(tmp_path))).ok
+    missing = working_directory_check(config(workingDirectory=str(tmp_path / "nope")))
     assert not missing.ok
     assert missing.detail.endswith("nope does not exist")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.backend import Failed
-from core.backend.config.claude import ClaudeConfig
 from tests.support.errors import assert_logged_safely, one_turn
 from wrappers.claude import create
+from wrappers.claude.config import ClaudeConfig
 
 
 async def test_a_binary_that_cannot_run_fails_the_turn_with_a_sentence(tmp_path: Path) -> None:

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.backend.config.codex import CodexConfig
 from core.server.app import create_app
 from tests.backends.codex.support import codex_block, codex_settings
 from tests.support.mock_models.openai_responses import ResponsesMock
 from wrappers.codex.appserver import Tap
 from wrappers.codex.backend import CodexBackend
+from wrappers.codex.config import CodexConfig
 
 Client = TestClient[Any, Any]
 MakeBackend = Callable[..., Awaitable[CodexBackend]]

@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 
 from core.backend import TextContent, Turn
-from core.backend.config.codex import CodexConfig
 from tests.backends.codex.support import codex_block
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from wrappers.codex.backend import CodexBackend
+from wrappers.codex.config import CodexConfig
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -16,12 +16,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from core.backend import BackendEvent, Failed, Progress, SessionBound, TextDelta
-from core.backend.config.codex import CodexConfig
+from core.backend.base import BackendUnavailableError
 from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
 from tests.support.errors import assert_logged_safely
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
-from wrappers.codex.backend import CodexBackend, CodexStartError
+from wrappers.codex.backend import CodexBackend
+from wrappers.codex.config import CodexConfig
 from wrappers.codex.options import codex_binary
 
 
@@ -249,14 +250,14 @@ async def test_health_and_diagnose(make_backend: MakeBackend) -> None:
 async def test_start_refuses_a_working_directory_outside_git_without_the_flag(
     make_backend: MakeBackend,
 ) -> None:
-    with pytest.raises(CodexStartError, match="skipGitRepoCheck"):
+    with pytest.raises(BackendUnavailableError, match="skipGitRepoCheck"):
         await make_backend(skipGitRepoCheck=False)
 
 
 async def test_start_refuses_a_missing_working_directory(
     make_backend: MakeBackend, tmp_path: Path
 ) -> None:
-    with pytest.raises(CodexStartError, match="is not a directory"):
+    with pytest.raises(BackendUnavailableError, match="is not a directory"):
         await make_backend(workingDirectory=str(tmp_path / "missing"))
 
 

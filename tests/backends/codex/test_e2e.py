@@ -24,6 +24,7 @@ from tests.backends.codex.support import codex_settings
 from tests.support.errors import SECRET, error_id
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from tests.support.wire import V1, call, rpc, sse_events, user_message
+from wrappers.codex.config import CodexConfig
 
 COMPLETED = "TASK_STATE_COMPLETED"
 MCP_CALC = str(Path(__file__).resolve().parents[2] / "support" / "mcp_calc.py")
@@ -271,7 +272,9 @@ def test_check_reports_the_binary_working_directory_and_credentials(
         json.dumps(
             {
                 "backend": "codex",
-                "codex": settings.codex.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "codex": settings.block(CodexConfig).model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                ),
             }
         )
     )

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from core.backend import Failed
-from core.backend.config.codex import CodexConfig
 from tests.support.errors import assert_logged_safely, one_turn
 from wrappers.codex.backend import CodexBackend
+from wrappers.codex.config import CodexConfig
 
 REPO = Path(__file__).resolve().parents[3]
 

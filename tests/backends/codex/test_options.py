@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core.backend.config.codex import CodexConfig
 from core.settings import ConfigError, load
 from wrappers.codex import CodexBackend, create
+from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import credentials_check, git_repository_check
 from wrappers.codex.options import (
     codex_binary,
@@ -23,7 +23,7 @@ from wrappers.codex.options import (
 
 
 def block(**keys: Any) -> CodexConfig:
-    return load(None, overrides={"backend": "codex", "codex": keys}, environ={}).codex
+    return load(None, overrides={"backend": "codex", "codex": keys}, environ={}).block(CodexConfig)
 
 
 def test_defaults_are_safe_and_headless() -> None:
@@ -247,6 +247,7 @@ def test_the_shipped_config_is_valid_and_safe(repo_root: Path) -> None:
 
     assert json.loads(path.read_text())["$schema"] == "./schema.json"
     assert settings.backend == "codex"
-    assert settings.codex.approval_policy == "never"
-    assert settings.codex.sandbox == "workspace-write"
-    assert "OPENAI_API_KEY" not in settings.codex.env, "credentials come from the environment"
+    block = settings.block(CodexConfig)
+    assert block.approval_policy == "never"
+    assert block.sandbox == "workspace-write"
+    assert "OPENAI_API_KEY" not in block.env, "credentials come from the environment"

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.backend.config.copilot import CopilotConfig
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
 from wrappers.copilot.backend import CopilotBackend
+from wrappers.copilot.config import CopilotConfig
 
 REPO = Path(__file__).resolve().parents[3]
 # `make test` installs the pinned CLI here (npm @github/copilot@1.0.102).

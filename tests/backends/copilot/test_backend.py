@@ -11,10 +11,11 @@ from typing import Any
 import anyio
 import pytest
 
-from core.backend.config.copilot import CopilotConfig
+from core.backend.base import BackendUnavailableError
 from tests.backends.copilot.conftest import ConfigFactory, cli_pids
 from wrappers.copilot.backend import CopilotBackend
-from wrappers.copilot.runtime import CopilotUnavailableError, kill_descendants
+from wrappers.copilot.config import CopilotConfig
+from wrappers.copilot.runtime import kill_descendants
 
 
 def backend(copilot_block: ConfigFactory, **overrides: Any) -> CopilotBackend:
@@ -26,7 +27,7 @@ async def test_start_refuses_a_missing_working_directory(
 ) -> None:
     missing = tmp_path / "gone"
 
-    with pytest.raises(CopilotUnavailableError, match=r"copilot\.workingDirectory") as caught:
+    with pytest.raises(BackendUnavailableError, match=r"copilot\.workingDirectory") as caught:
         await backend(copilot_block, workingDirectory=str(missing)).start()
 
     assert str(missing) in str(caught.value)
@@ -38,7 +39,7 @@ async def test_start_refuses_a_missing_cli_and_says_how_to_get_it(
 ) -> None:
     agent = backend(copilot_block, cliPath=str(tmp_path / "no-copilot"))
 
-    with pytest.raises(CopilotUnavailableError, match=r"copilot\.cliPath"):
+    with pytest.raises(BackendUnavailableError, match=r"copilot\.cliPath"):
         await agent.start()
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from core.backend import DataContent, FileContent, TextContent, Turn
 from core.backend.binaries import CliNotFoundError
-from core.backend.config.copilot import CopilotConfig
 from core.settings import ConfigError, load
 from tests.backends.copilot.conftest import BUNDLED_CLI
+from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
 from wrappers.copilot.prompt import build_message
@@ -26,8 +26,8 @@ BYOK = {"provider": {"baseUrl": "http://127.0.0.1:9/v1", "apiKey": "k"}, "model"
 
 def block(**copilot: Any) -> CopilotConfig:
     settings = load(None, overrides={"backend": "copilot", "copilot": copilot}, environ={})
-    assert isinstance(settings.copilot, CopilotConfig)
-    return settings.copilot
+    assert isinstance(settings.block(CopilotConfig), CopilotConfig)
+    return settings.block(CopilotConfig)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def test_empty_substitutions_mean_unset(tmp_path: Path) -> None:
         )
     )
 
-    config = load(path, environ={}).copilot
+    config = load(path, environ={}).block(CopilotConfig)
 
     assert config.github_token is None
     assert config.provider is not None and config.provider.api_key is None
@@ -76,10 +76,12 @@ def test_the_shipped_config_is_valid(repo_root: Path) -> None:
     settings = load(repo_root / "config" / "copilot.json", environ={})
 
     assert settings.backend == "copilot"
-    assert settings.copilot.github_token is None  # taken from COPILOT_GITHUB_TOKEN when set
+    assert (
+        settings.block(CopilotConfig).github_token is None
+    )  # taken from COPILOT_GITHUB_TOKEN when set
     # No cliPath: COPILOT_CLI_PATH when set, else the pinned CLI `make` installs in .tools.
-    assert settings.copilot.cli_path is None
-    assert find_cli(settings.copilot, {}) == BUNDLED_CLI
+    assert settings.block(CopilotConfig).cli_path is None
+    assert find_cli(settings.block(CopilotConfig), {}) == BUNDLED_CLI
 
 
 def test_offline_puts_the_provider_and_model_into_the_cli_environment(tmp_path: Path) -> None:

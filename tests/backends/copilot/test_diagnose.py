@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core.backend.config.copilot import CopilotConfig
 from core.cli import main
 from tests.backends.copilot.conftest import BUNDLED_CLI
 from wrappers.copilot.backend import CopilotBackend
+from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.runtime import PINNED_CLI_VERSION
 
 

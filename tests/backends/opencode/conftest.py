@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from core.backend.base import BackendUnavailableError
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
-from wrappers.opencode.launch import OpencodeUnavailableError, find_binary
+from wrappers.opencode.launch import find_binary
 
 Client = TestClient[Any, Any]
 
@@ -24,7 +25,7 @@ def opencode_binary() -> Path:
     """The pinned binary; its absence fails the test (CI must run these, never skip them)."""
     try:
         return find_binary(None)
-    except OpencodeUnavailableError as exc:
+    except BackendUnavailableError as exc:
         pytest.fail(f"{exc} (the e2e tests need the real OpenCode)")
 
 

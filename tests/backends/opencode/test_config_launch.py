@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core.backend.config.opencode import OpencodeConfig
 from core.settings import ConfigError, load
 from wrappers.opencode import create
+from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.launch import (
     build_launch,
     find_binary,
@@ -21,7 +21,7 @@ from wrappers.opencode.launch import (
 
 def settings(**block: Any) -> OpencodeConfig:
     loaded = load(None, overrides={"backend": "opencode", "opencode": block}, environ={})
-    return loaded.opencode
+    return loaded.block(OpencodeConfig)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from tests.backends.opencode.support import answer, send, status_text, wrapper_m
 from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply, ToolCallReply
 from tests.support.wire import call
 from wrappers.opencode import create
+from wrappers.opencode.config import OpencodeConfig
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -88,7 +89,7 @@ async def test_a_third_turn_after_a_daemon_restart_continues_the_conversation(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
     settings = opencode_settings()
-    backend = create(settings.opencode)
+    backend = create(settings.block(OpencodeConfig))
     daemon = await start_daemon(settings, backend=backend)
     await send(daemon, "Remember: the secret word is MANGO.", context_id="ctx-r")
     await send(daemon, "Just say hi.", context_id="ctx-r", message_id="m-2")
@@ -111,7 +112,7 @@ async def test_a_crashed_server_fails_its_turn_and_the_next_turn_restarts_it(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
     settings = opencode_settings()
-    backend = create(settings.opencode)
+    backend = create(settings.block(OpencodeConfig))
     daemon = await start_daemon(settings, backend=backend)
     await send(daemon, "Remember: the secret word is PLUM.", context_id="ctx-c")
     mock.reply(StallReply(before="Working on it "), when="take your time")

@@ -14,9 +14,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from core.backend import Failed, SessionBound
-from core.backend.config.opencode import OpencodeConfig
 from tests.support.errors import SECRET, assert_logged_safely, one_turn
 from wrappers.opencode.backend import OpencodeBackend
+from wrappers.opencode.config import OpencodeConfig
 
 
 def _refusing_opencode(closing: anyio.Event) -> web.Application:

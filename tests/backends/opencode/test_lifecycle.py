@@ -15,11 +15,12 @@ import anyio
 import pytest
 
 from core.backend import Diagnosis, SessionBound, TextContent, TextDelta, Turn
-from core.backend.config.opencode import OpencodeConfig
+from core.backend.base import BackendUnavailableError
+from core.backend.config import working_directory_check
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 from wrappers.opencode import create
-from wrappers.opencode.launch import OpencodeUnavailableError
+from wrappers.opencode.config import OpencodeConfig
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -99,7 +100,7 @@ async def test_a_server_that_does_not_start_fails_start_with_the_reason(
     backend = create(block(project, tmp_path / "home", fake, mock, startupTimeout=1000))
     before = asyncio.all_tasks()
 
-    with pytest.raises(OpencodeUnavailableError, match="OpenCode did not start") as raised:
+    with pytest.raises(BackendUnavailableError, match="OpenCode did not start") as raised:
         await backend.start()
 
     assert message in str(raised.value)
@@ -110,7 +111,7 @@ async def test_a_missing_working_directory_fails_start(
     tmp_path: Path, opencode_binary: Path, mock: OpenAIChatMock
 ) -> None:
     backend = create(block(tmp_path / "missing", tmp_path / "home", opencode_binary, mock))
-    with pytest.raises(OpencodeUnavailableError, match="does not exist"):
+    with pytest.raises(BackendUnavailableError, match="does not exist"):
         await backend.start()
 
 
@@ -192,14 +193,17 @@ async def test_check_reports_binary_version_directory_and_credentials_without_va
     keyed = await create(anthropic).diagnose()
     missing = await create(no_key).diagnose()
 
-    assert [d.ok for d in ok] == [True, True, True]
+    # The working directory is checked by the core, once for every backend (tests/test_cli.py).
+    assert [d.name for d in ok] == ["opencode binary", "credentials"]
+    assert [d.ok for d in ok] == [True, True]
     assert "version 1.18.33" in ok[0].detail
-    assert ok[2] == Diagnosis("credentials", True, "mock: apiKey in opencode.config")
-    assert keyed[1].ok is False and "does not exist" in keyed[1].detail
-    assert keyed[2] == Diagnosis("credentials", True, "anthropic: $ANTHROPIC_API_KEY is set")
+    assert ok[1] == Diagnosis("credentials", True, "mock: apiKey in opencode.config")
+    assert working_directory_check(anthropic).ok is False
+    assert "does not exist" in working_directory_check(anthropic).detail
+    assert keyed[1] == Diagnosis("credentials", True, "anthropic: $ANTHROPIC_API_KEY is set")
     assert missing[0].ok is False and "the opencode binary was not found" in missing[0].detail
-    assert missing[2].ok is False
-    assert "set ANTHROPIC_API_KEY" in missing[2].detail
+    assert missing[1].ok is False
+    assert "set ANTHROPIC_API_KEY" in missing[1].detail
     everything = json.dumps([d.detail for d in ok + keyed + missing])
     assert "sk-very-secret" not in everything
     assert "mock-key" not in everything

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from core.backend import Diagnosis
+
 
 class Block(BaseModel):
     """A config block: camelCase keys, unknown keys are errors, values never change."""
@@ -59,3 +61,12 @@ class AgentBlock(Block):
         default=600_000, ge=0, description="ms an idle warm session stays live; 0 = never evicted"
     )
     max_warm: int = Field(default=8, ge=1, description="Live warm sessions at most")
+
+
+def working_directory_check(block: AgentBlock) -> Diagnosis:
+    """The `working directory` line of `a2a-wrapper check`, once for every backend (a backend's
+    own `diagnose()` leaves it out)."""
+    where = block.working_directory.expanduser().resolve()
+    if where.is_dir():
+        return Diagnosis("working directory", True, str(where))
+    return Diagnosis("working directory", False, f"{where} does not exist")
