@@ -136,15 +136,6 @@ def daemons(tmp_path: Path) -> Iterator[Daemons]:
     made.close()
 
 
-@pytest.fixture
-def leftovers() -> Iterator[list[procfs.ProcessInfo]]:
-    """Processes a test saw; whatever still runs at teardown is killed."""
-    seen: list[procfs.ProcessInfo] = []
-    yield seen
-    for info in still_running(seen):
-        procfs.kill(info)
-
-
 def running_tool(daemon: Daemon, prompt: str) -> list[procfs.ProcessInfo]:
     """Send `prompt`, wait until the agent runs `sleep 1000`: the instance's processes then
     (what runs below the daemon, and what carries its instance marker)."""

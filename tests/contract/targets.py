@@ -1,0 +1,192 @@
+"""The backends the contract suite runs against: one `BackendTarget` each.
+
+A target says how the daemon serves its real agent against a mock model: the mock's wire
+format, the backend's config block pointed at the mock, and the few facts in which backends
+differ on purpose (what their shell tool is called in an approval question, what makes them
+ask). Adding a backend to the suite is adding one target to `TARGETS` (a test package may call
+`add_target` from its conftest before collection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.backends.codex.support import codex_block
+from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
+from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
+from tests.backends.opencode.support import TEST_ENV, provider_config
+from tests.support.mock_models.model import MockKind
+from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
+from wrappers.claude import options as claude_options
+from wrappers.opencode.launch import find_binary
+
+CLAUDE_KEY = "sk-ant-e2e-test-key"
+# Why the Codex model asks to leave its sandbox (its question carries it as the reason).
+ESCALATION = "The marker lives outside the working directory."
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where one daemon of a target keeps its state (under `root`, per daemon) and what every
+    daemon of the run shares (`cache`: e.g. the Copilot CLI unpacks itself there once)."""
+
+    root: Path
+    cache: Path
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+
+@dataclass(frozen=True)
+class BackendTarget:
+    name: str
+    """The backend's name (`backend:` and its config block's key)."""
+    mock: MockKind
+    block: Callable[[str, Places], dict[str, Any]]
+    """The backend's config block for a daemon in `places`, its agent pointed at the mock URL."""
+    shell_tool: str
+    """The `tool` of the approval question for a shell command."""
+    approval_command: Callable[[Path], str]
+    """A command that writes `marker` and prints `ran-it`, which the backend's own policy does
+    not decide, so that under `approvals.mode: ask` the caller is asked."""
+    marker_outside: bool
+    """Whether that marker lies outside the working directory (what makes the agent ask)."""
+    question_detail: Callable[[str, Places], dict[str, Any]]
+    """What the question's `detail` holds for that command (a subset: backends add more)."""
+    api_key: str | None = None
+    """The key the mock requires (None: any)."""
+    runs_shell: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which, in policy mode, its shell tool runs without a question."""
+    asks: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which, under `approvals.mode: ask`, the approval command is asked."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _echo(marker: Path) -> str:
+    return f"echo ran > {marker} && echo ran-it"
+
+
+def _home(places: Places) -> Path:
+    home = places.root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _claude_block(url: str, places: Places) -> dict[str, Any]:
+    binary = claude_options.bundled_cli()
+    assert binary is not None, "claude-agent-sdk with its bundled CLI is not installed"
+    return {
+        "workingDirectory": str(places.work),
+        "home": str(places.root / "claude-home"),
+        "model": "claude-sonnet-4-5",
+        "env": {
+            # Its shell tool runs login shells: a HOME of its own keeps the machine's shell
+            # profile (pyenv, ...) out of them.
+            "HOME": str(_home(places)),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            # One request per failing model call: errors surface at once.
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        },
+    }
+
+
+def _codex_block(url: str, places: Places) -> dict[str, Any]:
+    block = codex_block(url, places.root)
+    block["workingDirectory"] = str(places.work)
+    return block
+
+
+def _opencode_block(url: str, places: Places) -> dict[str, Any]:
+    return {
+        "workingDirectory": str(places.work),
+        "home": str(places.root / "opencode-home"),
+        "cliPath": str(find_binary(None)),
+        "model": "mock/mock-model",
+        "maxRetries": 1,
+        "env": TEST_ENV,
+        "config": provider_config(url),
+    }
+
+
+def _copilot_block(url: str, places: Places) -> dict[str, Any]:
+    assert COPILOT_CLI.is_file(), f"the copilot CLI is not at {COPILOT_CLI}: run `make test`"
+    return {
+        "workingDirectory": str(places.work),
+        "cliPath": str(COPILOT_CLI),
+        "home": str(places.root / "copilot-home"),
+        "model": CHAT_MODEL,
+        "offline": True,
+        "provider": {"baseUrl": url, "apiKey": COPILOT_KEY},
+        "env": {"HOME": str(_home(places)), "XDG_CACHE_HOME": str(places.cache)},
+    }
+
+
+TARGETS: list[BackendTarget] = [
+    BackendTarget(
+        name="claude",
+        mock="anthropic",
+        block=_claude_block,
+        api_key=CLAUDE_KEY,
+        shell_tool="Bash",
+        # Not read-only and not a file edit: acceptEdits leaves it to the permission callback.
+        approval_command=lambda marker: (
+            f"python3 -c \"open('{marker}', 'w').write('ran')\" && echo ran-it"
+        ),
+        marker_outside=False,
+        question_detail=lambda command, _: {
+            "command": command,
+            "input": {"command": command, "description": "run it"},
+        },
+        runs_shell={"allowedTools": ["Bash"]},
+    ),
+    BackendTarget(
+        name="codex",
+        mock="openai_responses",
+        block=_codex_block,
+        shell_tool="shell",
+        approval_command=_echo,
+        # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
+        marker_outside=True,
+        question_detail=lambda command, places: {
+            "command": command,
+            "reason": ESCALATION,
+            "cwd": str(places.work),
+        },
+    ),
+    BackendTarget(
+        name="opencode",
+        mock="openai_chat",
+        block=_opencode_block,
+        shell_tool="bash",
+        approval_command=_echo,
+        marker_outside=False,
+        question_detail=lambda command, _: {
+            "permission": "bash",
+            "metadata": {"command": command},
+        },
+        asks={"permission": {"bash": "ask"}},
+    ),
+    BackendTarget(
+        name="copilot",
+        mock="openai_chat",
+        block=_copilot_block,
+        api_key=COPILOT_KEY,
+        shell_tool="shell",
+        approval_command=_echo,
+        # Only what the default policy would refuse is asked: a write outside the directory.
+        marker_outside=True,
+        question_detail=lambda command, _: {"command": command},
+    ),
+]
+
+
+def add_target(target: BackendTarget) -> None:
+    """Run the contract suite against one more backend too (call before collection)."""
+    TARGETS.append(target)
