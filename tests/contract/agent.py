@@ -74,6 +74,10 @@ class Agent:
         instance = str(started[-1]["instance"]) if started else "unknown"
         return of_instance(self.daemon.pid, instance)
 
+    def agent_pids(self) -> set[int]:
+        """The daemon's own agent processes (its children); a turn's tools come and go below."""
+        return {p.pid for p in self.processes() if p.ppid == self.daemon.pid}
+
     # ----- A2A calls -----------------------------------------------------------------------
 
     def call(self, method: str, params: Any) -> dict[str, Any]:
@@ -169,15 +173,6 @@ def answer(task: Task) -> str:
 def wrapper(task: Task) -> dict[str, Any]:
     section: dict[str, Any] = (task.get("metadata") or {}).get("a2aWrapper") or {}
     return section
-
-
-def contains(whole: Any, part: Any) -> bool:
-    """Whether `part` is a subset of `whole` (dicts by key, recursively; other values equal)."""
-    if isinstance(part, dict):
-        return isinstance(whole, dict) and all(
-            key in whole and contains(whole[key], value) for key, value in part.items()
-        )
-    return bool(whole == part)
 
 
 def write_marker(places: Places, outside: bool) -> Path:

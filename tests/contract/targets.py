@@ -55,8 +55,8 @@ class BackendTarget:
     not decide, so that under `approvals.mode: ask` the caller is asked."""
     marker_outside: bool
     """Whether that marker lies outside the working directory (what makes the agent ask)."""
-    question_detail: Callable[[str, Places], dict[str, Any]]
-    """What the question's `detail` holds for that command (a subset: backends add more)."""
+    check_question: Callable[[dict[str, Any], str, Places], None]
+    """Asserts what the backend's question says of that command (its summary and `detail`)."""
     api_key: str | None = None
     """The key the mock requires (None: any)."""
     runs_shell: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +73,8 @@ def _echo(marker: Path) -> str:
 
 
 def _home(places: Places) -> Path:
+    """A HOME of the daemon's own: agents run their shell tools as login shells, which must
+    not read the machine's shell profile (pyenv, ...: slow, and it takes a lock)."""
     home = places.root / "home"
     home.mkdir(parents=True, exist_ok=True)
     return home
@@ -86,8 +88,6 @@ def _claude_block(url: str, places: Places) -> dict[str, Any]:
         "home": str(places.root / "claude-home"),
         "model": "claude-sonnet-4-5",
         "env": {
-            # Its shell tool runs login shells: a HOME of its own keeps the machine's shell
-            # profile (pyenv, ...) out of them.
             "HOME": str(_home(places)),
             "ANTHROPIC_BASE_URL": url,
             "ANTHROPIC_API_KEY": CLAUDE_KEY,
@@ -99,7 +99,7 @@ def _claude_block(url: str, places: Places) -> dict[str, Any]:
 
 def _codex_block(url: str, places: Places) -> dict[str, Any]:
     block = codex_block(url, places.root)
-    block["workingDirectory"] = str(places.work)
+    block["env"] = {**block["env"], "HOME": str(_home(places))}
     return block
 
 
@@ -110,7 +110,7 @@ def _opencode_block(url: str, places: Places) -> dict[str, Any]:
         "cliPath": str(find_binary(None)),
         "model": "mock/mock-model",
         "maxRetries": 1,
-        "env": TEST_ENV,
+        "env": {**TEST_ENV, "HOME": str(_home(places))},
         "config": provider_config(url),
     }
 
@@ -128,6 +128,35 @@ def _copilot_block(url: str, places: Places) -> dict[str, Any]:
     }
 
 
+def _claude_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["command"] == command
+    assert question["detail"]["input"] == {"command": command, "description": "run it"}
+
+
+def _codex_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert command in question["summary"]
+    assert question["detail"]["command"] == command
+    assert question["detail"]["reason"] == ESCALATION
+    assert question["detail"]["cwd"] == str(places.work)
+
+
+def _opencode_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["permission"] == "bash"
+    assert question["detail"]["metadata"]["command"] == command
+    assert question["detail"]["patterns"]
+
+
+def _copilot_question(question: dict[str, Any], command: str, places: Places) -> None:
+    marker = command.split(" > ")[1].split(" && ", maxsplit=1)[0]
+    summary = question["summary"]
+    assert summary.startswith("The shell command 'echo ran > /")
+    assert summary.endswith("\u2026'")  # a long command is clipped; detail has all of it
+    assert question["detail"]["command"] == command
+    assert f"names {marker}, outside the working directory" in question["detail"]["reason"]
+
+
 TARGETS: list[BackendTarget] = [
     BackendTarget(
         name="claude",
@@ -140,10 +169,7 @@ TARGETS: list[BackendTarget] = [
             f"python3 -c \"open('{marker}', 'w').write('ran')\" && echo ran-it"
         ),
         marker_outside=False,
-        question_detail=lambda command, _: {
-            "command": command,
-            "input": {"command": command, "description": "run it"},
-        },
+        check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
     ),
     BackendTarget(
@@ -154,11 +180,7 @@ TARGETS: list[BackendTarget] = [
         approval_command=_echo,
         # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
         marker_outside=True,
-        question_detail=lambda command, places: {
-            "command": command,
-            "reason": ESCALATION,
-            "cwd": str(places.work),
-        },
+        check_question=_codex_question,
     ),
     BackendTarget(
         name="opencode",
@@ -167,10 +189,7 @@ TARGETS: list[BackendTarget] = [
         shell_tool="bash",
         approval_command=_echo,
         marker_outside=False,
-        question_detail=lambda command, _: {
-            "permission": "bash",
-            "metadata": {"command": command},
-        },
+        check_question=_opencode_question,
         asks={"permission": {"bash": "ask"}},
     ),
     BackendTarget(
@@ -182,7 +201,7 @@ TARGETS: list[BackendTarget] = [
         approval_command=_echo,
         # Only what the default policy would refuse is asked: a write outside the directory.
         marker_outside=True,
-        question_detail=lambda command, _: {"command": command},
+        check_question=_copilot_question,
     ),
 ]
 

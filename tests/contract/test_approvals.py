@@ -12,7 +12,6 @@ import pytest
 from tests.contract.agent import (
     Agent,
     Task,
-    contains,
     context,
     state,
     status_text,
@@ -96,7 +95,7 @@ def test_the_command_becomes_an_input_required_question_with_the_request(
     assert asked["tool"] == asking.target.shell_tool
     assert asked["options"] == ["approve", "approve_always", "deny"]
     assert asked["summary"] in text["text"]
-    assert contains(asked["detail"], asking.target.question_detail(case.command, asking.places))
+    asking.target.check_question(asked, case.command, asking.places)
     assert not case.ran, "the turn waits before the tool"
     assert len(model.tool_requests()) == 1
     asking.cancel(task["id"])
@@ -110,7 +109,7 @@ def test_approve_runs_the_tool_and_the_turn_completes(asking: Agent, model: Mock
 
     assert done["id"] == asked["id"]
     assert state(done) == COMPLETED, done
-    assert case.ran
+    assert case.ran, [r.dump()[-1500:] for r in model.tool_requests()]
     assert case.later_requests_say("ran-it")
     assert decisions(done) == [("approve", "caller")]
     assert wrapper(done)["approvals"][0]["tool"] == asking.target.shell_tool
@@ -137,7 +136,7 @@ def test_cancel_while_the_question_waits_stops_the_turn_and_the_context_goes_on(
     ctx = context()
     asked = case.ask(ctx)
     assert state(asked) == INPUT_REQUIRED, asked
-    agents = _agent_pids(asking)
+    agents = asking.agent_pids()
 
     canceled = asking.cancel(asked["id"])
 
@@ -146,7 +145,7 @@ def test_cancel_while_the_question_waits_stops_the_turn_and_the_context_goes_on(
     assert state(after) == COMPLETED, after
     assert wrapper(after)["sessionId"] == wrapper(asked)["sessionId"]
     assert not case.ran
-    assert _agent_pids(asking) == agents, "the agent stopped the turn and was not replaced"
+    assert asking.agent_pids() == agents, "the agent stopped the turn and was not replaced"
     assert "Are you still there?" in model.tool_requests()[-1].dump()
 
 
@@ -176,10 +175,12 @@ def test_on_timeout_fail_fails_the_task_and_the_context_goes_on(
     assert state(done) == "TASK_STATE_FAILED", done
     assert "approvals.timeout" in status_text(done)
     assert not case.ran
+    agents = failing_late.agent_pids()
     after = failing_late.send("Are you still there?", ctx)
     assert state(after) == COMPLETED, after
     assert wrapper(after)["sessionId"] == wrapper(done)["sessionId"]
     assert not case.ran
+    assert failing_late.agent_pids() == agents, "the turn was stopped, the agent not replaced"
 
 
 def test_approve_always_is_not_asked_again_in_the_session(asking: Agent, model: MockModel) -> None:
@@ -195,8 +196,3 @@ def test_approve_always_is_not_asked_again_in_the_session(asking: Agent, model: 
     assert wrapper(again)["sessionId"] == wrapper(first)["sessionId"]
     assert "approvals" not in wrapper(again)
     assert case.ran
-
-
-def _agent_pids(agent: Agent) -> set[int]:
-    """The daemon's own agent processes (its children): a turn's tools come and go below."""
-    return {p.pid for p in agent.processes() if p.ppid == agent.daemon.pid}

@@ -15,7 +15,7 @@ from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.errors import SECRET
 from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Say, Shell, Upstream
+from tests.support.mock_models.steps import Hang, Say, Shell, Upstream
 from tests.support.orphans import await_gone, cmdline
 
 COMPLETED = "TASK_STATE_COMPLETED"
@@ -83,6 +83,30 @@ def test_stream_mode_sends_the_text_once_as_ordered_artifact_chunks(
     stored = agent.get(chunks[0]["taskId"])
     assert state(stored) == COMPLETED
     assert answer(stored) == STREAMED
+
+
+def test_cancel_while_the_model_hangs_lets_go_of_the_request_and_the_context_goes_on(
+    agent: Agent, model: MockModel
+) -> None:
+    ctx = context()
+    model.script([Say("Noted: FIG.")], [Hang()])
+    first = agent.send("Remember the word FIG.", ctx)
+    agents = agent.agent_pids()
+    task = agent.send("Please think forever.", ctx, returnImmediately=True)
+    hung = model.wait_for_request(lambda r: "think forever" in r.last_user_text)
+
+    canceled = agent.cancel(task["id"])
+
+    assert state(canceled) == "TASK_STATE_CANCELED", canceled
+    model.wait_until(lambda: hung.went_away or None, timeout=10)
+    after = agent.send("Which word was it?", ctx)
+    assert state(after) == COMPLETED, after
+    request = model.wait_for_request(lambda r: "Which word was it?" in r.last_user_text)
+    assert "Noted: FIG." in request.texts("assistant")
+    asked = [r for r in model.requests if "think forever" in r.last_user_text]
+    assert asked == [hung], "the canceled turn asked the model nothing more"
+    assert wrapper(after)["sessionId"] == wrapper(first)["sessionId"]
+    assert agent.agent_pids() == agents, "the agent stopped the turn and was not replaced"
 
 
 def test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on(
