@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import MakeDaemon
+from tests.support.daemon import MakeDaemon
 
 FLOOD = 1100
 DAEMON_OPEN_FILES = 512  # below FLOOD: without a cap the daemon runs out of descriptors

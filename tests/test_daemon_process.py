@@ -11,8 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import MakeDaemon
-from tests.support.daemon import EXE
+from tests.support.daemon import EXE, MakeDaemon
 from tests.support.orphans import alive, await_file, await_gone
 
 V1 = {"A2A-Version": "1.0"}

@@ -70,6 +70,8 @@ async def claude(root: Path) -> AsyncIterator[dict[str, Any]]:
                 "model": "claude-sonnet-4-5",
                 "allowedTools": ["Bash"],
                 "env": {
+                    # Login shells of the Bash tool must not read the machine's profile.
+                    "HOME": str(root / "home"),
                     "ANTHROPIC_BASE_URL": mock.url,
                     "ANTHROPIC_API_KEY": CLAUDE_KEY,
                     "CLAUDE_CODE_MAX_RETRIES": "0",

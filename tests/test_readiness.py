@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import MakeDaemon
-from tests.support.daemon import EXE
+from tests.support.daemon import EXE, MakeDaemon
 
 UPSTREAM_TEXT = "Cannot connect to host 10.1.2.3:4096 ssl:default [Connect call failed]"
 WAIT = 30.0  # s: a bound on waiting for the daemon

@@ -3,14 +3,16 @@
 A target says how the daemon serves its real agent against a mock model: the mock's wire
 format, the backend's config block pointed at the mock, and the few facts in which backends
 differ on purpose (what their shell tool is called in an approval question, what makes them
-ask). Adding a backend to the suite is adding one target to `TARGETS` (a test package may call
-`add_target` from its conftest before collection).
+ask). Adding a backend to the suite is adding one target to `TARGETS`; a backend package outside
+this repository adds its own through the entry-point group `a2a_wrapper.contract_targets` (each
+entry a `BackendTarget`), and a test may call `add_target` before collection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,8 @@ class BackendTarget:
     """Whether that marker lies outside the working directory (what makes the agent ask)."""
     check_question: Callable[[dict[str, Any], str, Places], None]
     """Asserts what the backend's question says of that command (its summary and `detail`)."""
+    resume: str
+    """How its `resumeCommand` ends, `{}` standing for the session id."""
     api_key: str | None = None
     """The key the mock requires (None: any)."""
     runs_shell: dict[str, Any] = field(default_factory=dict)
@@ -160,6 +164,7 @@ def _copilot_question(question: dict[str, Any], command: str, places: Places) ->
 TARGETS: list[BackendTarget] = [
     BackendTarget(
         name="claude",
+        resume="claude --resume {}",
         mock="anthropic",
         block=_claude_block,
         api_key=CLAUDE_KEY,
@@ -174,6 +179,7 @@ TARGETS: list[BackendTarget] = [
     ),
     BackendTarget(
         name="codex",
+        resume="codex resume {}",
         mock="openai_responses",
         block=_codex_block,
         shell_tool="shell",
@@ -184,6 +190,7 @@ TARGETS: list[BackendTarget] = [
     ),
     BackendTarget(
         name="opencode",
+        resume="opencode --session {}",
         mock="openai_chat",
         block=_opencode_block,
         shell_tool="bash",
@@ -194,6 +201,7 @@ TARGETS: list[BackendTarget] = [
     ),
     BackendTarget(
         name="copilot",
+        resume="copilot --resume {}",
         mock="openai_chat",
         block=_copilot_block,
         api_key=COPILOT_KEY,
@@ -209,3 +217,9 @@ TARGETS: list[BackendTarget] = [
 def add_target(target: BackendTarget) -> None:
     """Run the contract suite against one more backend too (call before collection)."""
     TARGETS.append(target)
+
+
+for _entry in entry_points(group="a2a_wrapper.contract_targets"):
+    _target = _entry.load()
+    assert isinstance(_target, BackendTarget), f"{_entry.value} is not a BackendTarget"
+    add_target(_target)

@@ -33,6 +33,7 @@ def test_two_turns_on_one_context_are_one_conversation(agent: Agent, model: Mock
     ctx = context()
     model.script([Say("Noted: PAPAYA.")])
     first = agent.send("Remember the word PAPAYA.", ctx)
+    agents = agent.agent_pids()
     second = agent.send("Which word did I ask you to remember?", ctx)
 
     assert state(first) == state(second) == COMPLETED, (first, second)
@@ -44,6 +45,8 @@ def test_two_turns_on_one_context_are_one_conversation(agent: Agent, model: Mock
     assert wrapper(second)["sessionId"] == session
     assert (wrapper(first)["newSession"], wrapper(second)["newSession"]) == (True, False)
     assert wrapper(second)["backend"] == agent.target.name
+    assert wrapper(second)["resumeCommand"].endswith(agent.target.resume.format(session))
+    assert agent.agent_pids() == agents, "the follow-up ran on the warm agent"
 
 
 def test_after_a_daemon_restart_the_context_resumes_its_session(

@@ -46,6 +46,7 @@ def test_a_silent_agent_past_timeouts_idle_fails_with_the_reason_and_the_context
     model.script([Say("Warm.")], [Hang()])
     # A first turn starts the agent, so the idle clock of the next measures the hang alone.
     assert state(idle_bounded.send("Warm up.", ctx)) == "TASK_STATE_COMPLETED"
+    agents = idle_bounded.agent_pids()
 
     task = idle_bounded.send("Wait for a model that never answers.", ctx)
 
@@ -55,3 +56,4 @@ def test_a_silent_agent_past_timeouts_idle_fails_with_the_reason_and_the_context
     model.wait_until(lambda: hung.went_away or None, timeout=10)
     after = idle_bounded.send("Better now?", ctx)
     assert state(after) == "TASK_STATE_COMPLETED", (target.name, after)
+    assert idle_bounded.agent_pids() == agents, "the agent stopped the turn, was not replaced"
