@@ -18,12 +18,12 @@ FAILED = "TASK_STATE_FAILED"
 @pytest.fixture(scope="module")
 def turn_bounded(serve: Serve) -> Agent:
     # Long enough for a cold agent start on a loaded machine to reach the model.
-    return serve(timeouts={"turn": 6000, "idle": 0})
+    return serve(timeouts={"turn": 4000, "idle": 0})
 
 
 @pytest.fixture(scope="module")
 def idle_bounded(serve: Serve) -> Agent:
-    return serve(timeouts={"idle": 5000})
+    return serve(timeouts={"idle": 3000})
 
 
 def test_a_turn_past_timeouts_turn_fails_with_the_reason_and_the_agent_lets_go(
@@ -34,7 +34,7 @@ def test_a_turn_past_timeouts_turn_fails_with_the_reason_and_the_agent_lets_go(
     task = turn_bounded.send("Think forever.", context())
 
     assert state(task) == FAILED, task
-    assert "timeouts.turn (6 s)" in status_text(task)
+    assert "timeouts.turn (4 s)" in status_text(task)
     hung = model.wait_for_request(lambda r: r.offers_tools)
     model.wait_until(lambda: hung.went_away or None, timeout=10)
 
@@ -51,7 +51,7 @@ def test_a_silent_agent_past_timeouts_idle_fails_with_the_reason_and_the_context
     task = idle_bounded.send("Wait for a model that never answers.", ctx)
 
     assert state(task) == FAILED, task
-    assert "timeouts.idle (5 s)" in status_text(task)
+    assert "timeouts.idle (3 s)" in status_text(task)
     hung = model.wait_for_request(lambda r: "never answers" in r.last_user_text)
     model.wait_until(lambda: hung.went_away or None, timeout=10)
     after = idle_bounded.send("Better now?", ctx)
