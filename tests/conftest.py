@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from core.backend import procfs
 from core.server.app import create_app
 from core.settings import Settings, load
 from core.tasks.store import InMemoryTaskStore, TaskStore
 from tests.support.daemon import Daemons, MakeDaemon
+from tests.support.orphans import still_running
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -74,6 +76,15 @@ def daemons(tmp_path: Path) -> Iterator[MakeDaemon]:
     made = Daemons(tmp_path)
     yield made
     made.close()
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[procfs.ProcessInfo]]:
+    """Agent processes a test saw; whatever still runs at teardown is killed."""
+    seen: list[procfs.ProcessInfo] = []
+    yield seen
+    for info in still_running(seen):
+        procfs.kill(info)
 
 
 @pytest.fixture

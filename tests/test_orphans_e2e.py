@@ -70,6 +70,8 @@ async def claude(root: Path) -> AsyncIterator[dict[str, Any]]:
                 "model": "claude-sonnet-4-5",
                 "allowedTools": ["Bash"],
                 "env": {
+                    # Login shells of the Bash tool must not read the machine's profile.
+                    "HOME": str(root / "home"),
                     "ANTHROPIC_BASE_URL": mock.url,
                     "ANTHROPIC_API_KEY": CLAUDE_KEY,
                     "CLAUDE_CODE_MAX_RETRIES": "0",
@@ -134,15 +136,6 @@ def daemons(tmp_path: Path) -> Iterator[Daemons]:
     made = Daemons(tmp_path)
     yield made
     made.close()
-
-
-@pytest.fixture
-def leftovers() -> Iterator[list[procfs.ProcessInfo]]:
-    """Processes a test saw; whatever still runs at teardown is killed."""
-    seen: list[procfs.ProcessInfo] = []
-    yield seen
-    for info in still_running(seen):
-        procfs.kill(info)
 
 
 def running_tool(daemon: Daemon, prompt: str) -> list[procfs.ProcessInfo]:

@@ -113,6 +113,9 @@ class ClaudeEnv:
                 "home": str(self.home),
                 "model": MODEL,
                 "env": {
+                    # The Bash tool runs login shells: a HOME of their own keeps the machine's
+                    # shell profile (pyenv, which can wait a minute on its lock) out of them.
+                    "HOME": str(self.root / "home"),
                     "ANTHROPIC_BASE_URL": self.mock.url,
                     "ANTHROPIC_API_KEY": API_KEY,
                     # One request per failing model call: the tests of errors stay fast.
@@ -136,6 +139,7 @@ def claude_env(mock: AnthropicMock, tmp_path: Path) -> ClaudeEnv:
     claude_binary()
     env = ClaudeEnv(mock, tmp_path)
     env.workdir.mkdir()
+    (tmp_path / "home").mkdir()
     return env
 
 

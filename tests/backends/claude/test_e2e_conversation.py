@@ -13,60 +13,12 @@ from tests.backends.claude.conftest import (
     ClaudeEnv,
     FakeClock,
     StartDaemon,
-    answer,
     claude_processes,
     send,
     wait_exited,
     wrapper,
 )
 from tests.support.mock_models.anthropic import AnthropicMock
-
-
-async def test_two_turns_on_one_context_are_one_conversation_in_one_warm_process(
-    start_daemon: StartDaemon, mock: AnthropicMock
-) -> None:
-    client = await start_daemon()
-
-    first = await send(client, "Remember the word PAPAYA.", "ctx-1")
-    processes = claude_processes()
-    second = await send(client, "Which word did I ask you to remember?", "ctx-1")
-
-    assert first["status"]["state"] == second["status"]["state"] == COMPLETED
-    assert answer(first).startswith("MOCK_REPLY #1 history: user[0]='Remember the word PAPAYA.'")
-    turn_two = await mock.wait_for_request(2)
-    assert turn_two.texts("user")[0].endswith("Remember the word PAPAYA.")
-    assert turn_two.texts("assistant") == [answer(first)]
-    assert turn_two.last_user_text == "Which word did I ask you to remember?"
-    assert "assistant[0]='MOCK_REPLY #1" in answer(second)
-    session = wrapper(first)["sessionId"]
-    assert wrapper(second)["sessionId"] == session
-    assert (wrapper(first)["newSession"], wrapper(second)["newSession"]) == (True, False)
-    assert wrapper(second)["resumeCommand"].endswith(f"claude --resume {session}")
-    assert wrapper(second)["backend"] == "claude"
-    assert len(processes) == 1
-    assert claude_processes() == processes, "the follow-up reused the warm process"
-
-
-async def test_a_third_turn_after_a_daemon_restart_continues_the_conversation(
-    start_daemon: StartDaemon, mock: AnthropicMock
-) -> None:
-    first_daemon = await start_daemon()
-    one = await send(first_daemon, "Remember the word PAPAYA.", "ctx-r")
-    two = await send(first_daemon, "And the number 42.", "ctx-r")
-    old_processes = claude_processes()
-    await first_daemon.close()
-
-    assert claude_processes() == [], "shutting the daemon down stopped its agent"
-    second_daemon = await start_daemon()
-    three = await send(second_daemon, "What did I ask you to remember?", "ctx-r")
-
-    assert three["status"]["state"] == COMPLETED
-    turn_three = await mock.wait_for_request(3)
-    assert turn_three.texts("assistant") == [answer(one), answer(two)]
-    assert turn_three.texts("user")[-2:] == ["And the number 42.", turn_three.last_user_text]
-    assert wrapper(three)["sessionId"] == wrapper(one)["sessionId"]
-    assert wrapper(three)["newSession"] is False
-    assert claude_processes() != old_processes
 
 
 async def test_an_expired_session_starts_fresh_and_the_model_sees_no_earlier_history(

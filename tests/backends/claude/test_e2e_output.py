@@ -11,7 +11,6 @@ from tests.backends.claude.conftest import (
     COMPLETED,
     ClaudeEnv,
     StartDaemon,
-    answer,
     send,
     stream,
 )
@@ -32,29 +31,6 @@ def progress_notes(events: list[dict[str, Any]]) -> list[str]:
         and e["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"
         and "message" in e["statusUpdate"]["status"]
     ]
-
-
-async def test_stream_mode_sends_the_model_text_once_as_ordered_artifact_chunks(
-    claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
-) -> None:
-    mock.on("stream please", Reply(text=MODEL_TEXT, chunk=7))
-    client = await start_daemon(claude_env.settings(output={"mode": "stream"}))
-
-    events = await stream(client, "stream please", "ctx-s")
-
-    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
-    assert len(chunks) >= len(MODEL_TEXT) // 7, "one chunk per delta, not one at the end"
-    texts = [part["text"] for c in chunks for part in c["artifact"]["parts"]]
-    assert "".join(texts) == MODEL_TEXT
-    assert [c.get("append", False) for c in chunks] == [False] + [True] * (len(chunks) - 1)
-    assert [c.get("lastChunk", False) for c in chunks] == [False] * (len(chunks) - 1) + [True]
-    assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
-    task_id = chunks[0]["taskId"]
-    stored = (await call(client, "GetTask", {"id": task_id}))["result"]
-    assert stored["status"]["state"] == COMPLETED
-    (artifact,) = stored["artifacts"]
-    assert "".join(p["text"] for p in artifact["parts"]) == MODEL_TEXT
-    assert answer(stored) == MODEL_TEXT
 
 
 async def test_a_tool_using_turn_shows_the_tool_call_as_progress_and_completes(

@@ -4,44 +4,17 @@ completions mock (offline, BYOK), Copilot state per test."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import anyio
 from structlog.testing import capture_logs
 from structlog.typing import EventDict, WrappedLogger
 
-from tests.backends.copilot.a2a import answer, send, start, state, wait_done, wrapper_metadata
+from tests.backends.copilot.a2a import answer, send, start, wait_done, wrapper_metadata
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory, cli_pids
 from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply
 
 TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"
-
-
-async def test_two_turns_on_one_context_are_one_conversation(
-    copilot_app: AppFactory, mock: OpenAIChatMock
-) -> None:
-    client = await copilot_app()
-    (cli,) = cli_pids()
-
-    first = await send(client, TELL)
-    second = await send(client, ASK)
-
-    assert state(first) == "TASK_STATE_COMPLETED", first
-    assert answer(first) == "Noted. The secret word is BANANA."
-    assert state(second) == "TASK_STATE_COMPLETED", second
-    assert answer(second) == "The secret word was BANANA."
-    request = mock.matching(ASK)[-1]
-    assert "the secret word is BANANA" in request.transcript
-    assert "Noted. The secret word is BANANA." in request.texts("assistant")
-    # The follow-up ran on the warm session: no new CLI process.
-    assert cli_pids() == {cli}
-    one, two = wrapper_metadata(first), wrapper_metadata(second)
-    assert one["sessionId"] == two["sessionId"]
-    assert (one["newSession"], two["newSession"]) == (True, False)
-    assert two["backend"] == "copilot"
-    assert two["resumeCommand"].endswith(f"copilot --resume {two['sessionId']}")
-    assert "COPILOT_HOME=" in two["resumeCommand"]
 
 
 async def test_usage_lands_in_the_task_metadata(copilot_app: AppFactory) -> None:
@@ -54,27 +27,6 @@ async def test_usage_lands_in_the_task_metadata(copilot_app: AppFactory) -> None
     assert usage["outputTokens"] > 0
     assert usage["model"] == "mock-model"
     assert usage["costUsd"] is None  # Copilot reports premium requests, not dollars
-
-
-async def test_a_restarted_daemon_continues_the_conversation(
-    copilot_app: AppFactory, copilot_settings: SettingsFactory, tmp_path: Path
-) -> None:
-    settings = copilot_settings(storage={"kind": "sqlite", "path": str(tmp_path / "a2a.sqlite3")})
-    first_daemon = await copilot_app(settings)
-    first = await send(first_daemon, TELL)
-    second = await send(first_daemon, "And another thing.")
-    await first_daemon.close()
-    assert not cli_pids()
-
-    restarted = await copilot_app(settings)
-    third = await send(restarted, ASK)
-
-    assert state(third) == "TASK_STATE_COMPLETED", third
-    assert answer(third) == "The secret word was BANANA."
-    session = wrapper_metadata(first)["sessionId"]
-    assert wrapper_metadata(second)["sessionId"] == session
-    assert wrapper_metadata(third)["sessionId"] == session
-    assert wrapper_metadata(third)["newSession"] is False
 
 
 async def test_an_expired_session_starts_fresh(

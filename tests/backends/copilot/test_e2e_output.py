@@ -13,7 +13,6 @@ from structlog.testing import capture_logs
 
 from tests.backends.copilot.a2a import (
     answer,
-    get,
     send,
     state,
     status_text,
@@ -21,9 +20,7 @@ from tests.backends.copilot.a2a import (
 )
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory
 from tests.support.errors import SECRET, assert_logged_safely
-from tests.support.mock_models.openai_chat import ErrorReply, OpenAIChatMock, TextReply
-
-STORY = "Once upon a time there was a daemon that spoke A2A."
+from tests.support.mock_models.openai_chat import ErrorReply, OpenAIChatMock
 
 
 def tool_prompt(name: str, **arguments: Any) -> str:
@@ -37,27 +34,6 @@ def progress_notes(events: list[dict[str, Any]]) -> list[str]:
         if status.get("state") == "TASK_STATE_WORKING" and "message" in status:
             notes.append("".join(p.get("text", "") for p in status["message"]["parts"]))
     return notes
-
-
-async def test_stream_mode_sends_the_deltas_in_order_and_the_text_once(
-    copilot_app: AppFactory, copilot_settings: SettingsFactory, mock: OpenAIChatMock
-) -> None:
-    mock.reply(TextReply(STORY), when="tell me a story")
-    client = await copilot_app(copilot_settings(output={"mode": "stream"}))
-
-    events = await stream(client, "Please tell me a story.")
-
-    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
-    texts = ["".join(p["text"] for p in c["artifact"]["parts"]) for c in chunks]
-    # The mock streams one word per chunk; the CLI passes each on as a delta. (Usage arrives
-    # after the last word, so the closing chunk that carries lastChunk may be empty.)
-    assert [t for t in texts if t] == STORY.replace(" ", " \0").split("\0")
-    assert [c.get("append", False) for c in chunks] == [False] + [True] * (len(chunks) - 1)
-    assert [c.get("lastChunk", False) for c in chunks] == [False] * (len(chunks) - 1) + [True]
-    assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
-    task = await get(client, chunks[0]["taskId"])
-    assert state(task) == "TASK_STATE_COMPLETED"
-    assert answer(task) == STORY
 
 
 async def test_a_tool_call_shows_as_progress_and_the_turn_completes(

@@ -85,29 +85,6 @@ async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
     assert "tool-ran" in follow_up.messages[-1]["content"]
 
 
-async def test_a_third_turn_after_a_daemon_restart_continues_the_conversation(
-    opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
-) -> None:
-    settings = opencode_settings()
-    backend = create(settings.block(OpencodeConfig))
-    daemon = await start_daemon(settings, backend=backend)
-    await send(daemon, "Remember: the secret word is MANGO.", context_id="ctx-r")
-    await send(daemon, "Just say hi.", context_id="ctx-r", message_id="m-2")
-    first_server = backend.server_pid
-    assert first_server is not None
-    await daemon.close()
-    assert backend.server_pid is None
-    assert not _alive(first_server)
-
-    restarted = await start_daemon(settings)  # a new daemon: new backend, same stores and home
-    third = await send(restarted, "What was the secret word?", context_id="ctx-r", message_id="m-3")
-
-    assert third["status"]["state"] == "TASK_STATE_COMPLETED", third
-    assert answer(third) == "The secret word was MANGO."
-    request = await mock.wait_for_request("What was the secret word?")
-    assert request.roles[-5:] == ["user", "assistant", "user", "assistant", "user"]
-
-
 async def test_a_crashed_server_fails_its_turn_and_the_next_turn_restarts_it(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
@@ -132,14 +109,6 @@ async def test_a_crashed_server_fails_its_turn_and_the_next_turn_restarts_it(
     assert after["status"]["state"] == "TASK_STATE_COMPLETED", after
     assert answer(after) == "The secret word was PLUM."
     assert backend.server_pid not in (None, crashed)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_mcp_servers_reach_opencode_as_tools(

@@ -37,6 +37,8 @@ from typing import Any
 import anyio
 from aiohttp import web
 
+from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+
 WAIT_LIMIT = 30.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 _ERROR_TYPES = {
@@ -96,6 +98,24 @@ class RecordedRequest:
     @property
     def last_user_text(self) -> str:
         return last_user_text(self.messages)
+
+    @property
+    def offers_tools(self) -> bool:
+        return isinstance(self.body, dict) and bool(self.body.get("tools"))
+
+    @property
+    def ends_with_tool_output(self) -> bool:
+        return bool(_tool_results(_last_user(self.messages)))
+
+    @property
+    def went_away(self) -> bool:
+        return self.disconnected.is_set()
+
+    def tool_outputs(self) -> list[str]:
+        return [r for m in self.messages if m.get("role") == "user" for r in _tool_results(m)]
+
+    def dump(self) -> str:
+        return json.dumps(self.body)
 
     def history(self) -> str:
         """The dialogue the model was sent, in the echo reply's format."""
@@ -186,6 +206,8 @@ class AnthropicMock:
         self.requests: list[RecordedRequest] = []
         self._api_key = api_key
         self._rules: list[tuple[re.Pattern[str], Reply]] = []
+        self.turns = TurnScript()
+        """Neutral scripted turns (tests.support.mock_models.steps); tried before the rules."""
         self._release = anyio.Event()
         self._arrived = anyio.Event()
         self._runner: web.AppRunner | None = None
@@ -200,6 +222,14 @@ class AnthropicMock:
     def release(self) -> None:
         """End every stall now and from now on."""
         self._release.set()
+
+    def reset(self) -> None:
+        """End every stall, then forget the requests, rules and turns (stalls work again)."""
+        self._release.set()
+        self._release = anyio.Event()
+        self.requests.clear()
+        self._rules.clear()
+        self.turns.clear()
 
     @property
     def model_requests(self) -> list[RecordedRequest]:
@@ -282,6 +312,9 @@ class AnthropicMock:
         return web.json_response({"input_tokens": _rough_tokens(messages)})
 
     def _choose(self, recorded: RecordedRequest) -> Reply:
+        step = self.turns.next_step(recorded)
+        if step is not None:
+            return reply_for(step)
         text = recorded.last_user_text
         for pattern, reply in self._rules:
             if pattern.search(text):
@@ -346,6 +379,21 @@ class AnthropicMock:
             await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         await response.write_eof()
         return response
+
+
+def reply_for(step: Step) -> Reply:
+    """A neutral step in Claude Code's terms (its tools are `Bash` and `Write`)."""
+    match step:
+        case Say(text):
+            return Reply(text=text, chunk=8)
+        case Shell(command):
+            return Reply(tool_use=ToolUse("Bash", {"command": command, "description": "run it"}))
+        case WriteFile(path, content):
+            return Reply(tool_use=ToolUse("Write", {"file_path": path, "content": content}))
+        case Upstream(status, message):
+            return Reply(error=status, error_message=message)
+        case Hang():
+            return Reply(text="never sent", stall=3600)
 
 
 def _request_id() -> dict[str, str]:

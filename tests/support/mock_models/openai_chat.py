@@ -52,6 +52,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+
 MODEL = "mock-model"
 
 _SECRET_SET = re.compile(r"secret word(?: is|:|=)\s*[\"']?([A-Za-z0-9_-]+)", re.I)
@@ -193,6 +195,24 @@ class ChatRequest:
         return self.roles[-1] if self.messages else None
 
     @property
+    def offers_tools(self) -> bool:
+        return bool(self.tool_names)
+
+    @property
+    def ends_with_tool_output(self) -> bool:
+        return self.last_role == "tool"
+
+    @property
+    def went_away(self) -> bool:
+        return self.disconnected
+
+    def tool_outputs(self) -> list[str]:
+        return self.texts("tool")
+
+    def dump(self) -> str:
+        return json.dumps(self.body)
+
+    @property
     def transcript(self) -> str:
         """Every message's text (and tool call arguments), one per line: for "did the model
         see X anywhere" assertions."""
@@ -286,6 +306,8 @@ class OpenAIChatMock:
         self.chunk_delay = chunk_delay
         self.requests: list[ChatRequest] = []
         self._rules: list[_Rule] = []
+        self.turns = TurnScript()
+        """Neutral scripted turns (tests.support.mock_models.steps); tried before the rules."""
         self._changed = asyncio.Condition()
         self._release = asyncio.Event()
         self._closing = asyncio.Event()
@@ -346,10 +368,12 @@ class OpenAIChatMock:
         self._release.set()
 
     def reset(self) -> None:
-        """Forget the recorded requests and the rules."""
+        """Let stalled replies go on, then forget the recorded requests, rules and turns."""
+        self._release.set()
+        self._release = asyncio.Event()
         self.requests.clear()
         self._rules.clear()
-        self._release = asyncio.Event()
+        self.turns.clear()
 
     def matching(self, predicate: Matcher) -> list[ChatRequest]:
         """The recorded requests that match `predicate` (as `when` in `reply`)."""
@@ -377,6 +401,9 @@ class OpenAIChatMock:
     # ----- handlers ----------------------------------------------------------------------------
 
     def _choose(self, request: ChatRequest) -> Reply:
+        step = self.turns.next_step(request)
+        if step is not None:
+            return reply_for(step, request)
         for rule in list(self._rules):
             if not rule.matches(request):
                 continue
@@ -495,6 +522,25 @@ class OpenAIChatMock:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": _usage(record, completion_tokens),
         }
+
+
+def reply_for(step: Step, request: ChatRequest) -> Reply:
+    """A neutral step in the terms of the tools `request` offers (OpenCode writes with `write`,
+    Copilot with `create`; both run commands with `bash`)."""
+    match step:
+        case Say(text):
+            return TextReply(text)
+        case Shell(command):
+            return ToolCallReply("bash", {"command": command, "description": "run it"})
+        case WriteFile(path, content) if "write" in request.tool_names:
+            return ToolCallReply("write", {"filePath": path, "content": content})
+        case WriteFile(path, content):
+            return ToolCallReply("create", {"path": path, "file_text": content})
+        case Upstream(status, message):
+            # Retry at once: clients honour these, so a retried error stays fast.
+            return ErrorReply(status, message, headers={"retry-after": "0", "retry-after-ms": "10"})
+        case Hang():
+            return StallReply(before="Thinking ")
 
 
 def _reply_text(reply: Reply) -> str:

@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+
 ReplyKind = Literal["text", "call", "items", "error", "failed", "stall", "hold"]
 
 # User messages Codex injects itself; they are context, not what the user said.
@@ -165,11 +167,27 @@ class RecordedRequest:
     def ends_with_tool_output(self) -> bool:
         return bool(self.input) and self.input[-1].get("type") in TOOL_OUTPUTS
 
+    @property
+    def offers_tools(self) -> bool:
+        return bool(self.body.get("tools"))
+
+    @property
+    def went_away(self) -> bool:
+        return self.disconnected.is_set()
+
+    def tool_outputs(self) -> list[str]:
+        return [str(i.get("output")) for i in self.input if i.get("type") in TOOL_OUTPUTS]
+
+    def dump(self) -> str:
+        return json.dumps(self.body)
+
 
 class ResponsesMock:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._script: list[Reply] = []
+        self.turns = TurnScript()
+        """Neutral scripted turns (tests.support.mock_models.steps); tried before `script`."""
         self._arrived = asyncio.Condition()
         self._released = asyncio.Event()
         self._ids = itertools.count(1)
@@ -208,6 +226,14 @@ class ResponsesMock:
         """Let every held or stalled request finish."""
         self._released.set()
 
+    def reset(self) -> None:
+        """Release what is held, then forget the requests and scripts (holds work again)."""
+        self._released.set()
+        self._released = asyncio.Event()
+        self.requests.clear()
+        self._script.clear()
+        self.turns.clear()
+
     async def request(self, n: int) -> RecordedRequest:
         """Request number `n` (from 1), once it has arrived."""
         async with self._arrived:
@@ -226,7 +252,11 @@ class ResponsesMock:
             headers={k.lower(): v for k, v in request.headers.items()},
             body=body if isinstance(body, dict) else {},
         )
-        reply = self._script.pop(0) if self._script else self._default(recorded)
+        step = self.turns.next_step(recorded)
+        if step is not None:
+            reply = reply_for(step)
+        else:
+            reply = self._script.pop(0) if self._script else self._default(recorded)
         recorded.reply = reply
         async with self._arrived:
             self.requests.append(recorded)
@@ -270,6 +300,32 @@ class ResponsesMock:
             await stream.output(next(self._ids))
         await response.write_eof()
         return response
+
+
+def reply_for(step: Step) -> Reply:
+    """A neutral step in Codex's terms (a file is written with `apply_patch`)."""
+    match step:
+        case Say(text):
+            return Reply.of_text(text, chunk=5)
+        case Shell(command, escalate):
+            return Reply.escalated_shell(command, escalate) if escalate else Reply.shell(command)
+        case WriteFile(path, content):
+            lines = "".join(f"+{line}\n" for line in content.splitlines())
+            patch = f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
+            return Reply.of_items(
+                {
+                    "type": "custom_tool_call",
+                    "id": "ctc_write",
+                    "call_id": "call_write",
+                    "name": "apply_patch",
+                    "input": patch,
+                    "status": "completed",
+                }
+            )
+        case Upstream(status, message):
+            return Reply.error(status, message)
+        case Hang():
+            return Reply.stall()
 
 
 class _Stream:

@@ -1,0 +1,1 @@
+"""The contract suite: every backend behaviour tested once, parametrized over every backend."""

@@ -1,0 +1,85 @@
+"""Fixtures of the contract suite: every case runs once per `BackendTarget` (targets.py).
+
+Daemons are slow to start (each runs its real agent CLI), so the mock model and the daemons of
+a target live for a whole test module (`serve` below), and each case works on a context of its
+own; `model` gives each case a mock with an empty script and no recorded requests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.contract.agent import Agent
+from tests.contract.targets import TARGETS, BackendTarget, Places
+from tests.support.daemon import Daemons
+from tests.support.mock_models.model import MockModel
+
+Serve = Callable[..., Agent]
+# A developer's own agent settings must not leak into the daemons under test.
+_AMBIENT = ("COPILOT_", "GH_", "GITHUB_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "OPENCODE_")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        metafunc.parametrize("target", TARGETS, ids=str, scope="module")
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """XDG_CACHE_HOME of every daemon: the Copilot CLI unpacks itself there once (235 MB)."""
+    return tmp_path_factory.mktemp("agent-cache")
+
+
+@pytest.fixture(scope="module")
+def _hermetic_env() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(_AMBIENT) or name == "OPENAI_API_KEY":
+                patch.delenv(name)
+        yield
+
+
+@pytest.fixture(scope="module")
+def module_model(target: BackendTarget, _hermetic_env: None) -> Iterator[MockModel]:
+    with MockModel(target.mock, api_key=target.api_key) as model:
+        yield model
+
+
+@pytest.fixture
+def model(module_model: MockModel) -> MockModel:
+    module_model.reset()
+    return module_model
+
+
+@pytest.fixture(scope="module")
+def serve(
+    target: BackendTarget,
+    module_model: MockModel,
+    shared_cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Serve]:
+    """`serve(**config)`: a started daemon for `target` (module-scoped fixtures call it once);
+    every daemon is stopped at the end of the module."""
+    daemons: list[Daemons] = []
+    agents: list[Agent] = []
+
+    def start(*, block: dict[str, Any] | None = None, **sections: Any) -> Agent:
+        root = tmp_path_factory.mktemp(f"{target.name}-daemon")
+        made = Daemons(root)
+        daemons.append(made)
+        places = Places(root, shared_cache)
+        agent = Agent(target, module_model, places, made, block=block, **sections)
+        agents.append(agent)
+        agent.start()
+        return agent
+
+    yield start
+    for agent in agents:
+        agent.close()
+    for made in daemons:
+        made.close()

@@ -1,0 +1,225 @@
+"""The backends the contract suite runs against: one `BackendTarget` each.
+
+A target says how the daemon serves its real agent against a mock model: the mock's wire
+format, the backend's config block pointed at the mock, and the few facts in which backends
+differ on purpose (what their shell tool is called in an approval question, what makes them
+ask). Adding a backend to the suite is adding one target to `TARGETS`; a backend package outside
+this repository adds its own through the entry-point group `a2a_wrapper.contract_targets` (each
+entry a `BackendTarget`), and a test may call `add_target` before collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from tests.backends.codex.support import codex_block
+from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
+from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
+from tests.backends.opencode.support import TEST_ENV, provider_config
+from tests.support.mock_models.model import MockKind
+from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
+from wrappers.claude import options as claude_options
+from wrappers.opencode.launch import find_binary
+
+CLAUDE_KEY = "sk-ant-e2e-test-key"
+# Why the Codex model asks to leave its sandbox (its question carries it as the reason).
+ESCALATION = "The marker lives outside the working directory."
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where one daemon of a target keeps its state (under `root`, per daemon) and what every
+    daemon of the run shares (`cache`: e.g. the Copilot CLI unpacks itself there once)."""
+
+    root: Path
+    cache: Path
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+
+@dataclass(frozen=True)
+class BackendTarget:
+    name: str
+    """The backend's name (`backend:` and its config block's key)."""
+    mock: MockKind
+    block: Callable[[str, Places], dict[str, Any]]
+    """The backend's config block for a daemon in `places`, its agent pointed at the mock URL."""
+    shell_tool: str
+    """The `tool` of the approval question for a shell command."""
+    approval_command: Callable[[Path], str]
+    """A command that writes `marker` and prints `ran-it`, which the backend's own policy does
+    not decide, so that under `approvals.mode: ask` the caller is asked."""
+    marker_outside: bool
+    """Whether that marker lies outside the working directory (what makes the agent ask)."""
+    check_question: Callable[[dict[str, Any], str, Places], None]
+    """Asserts what the backend's question says of that command (its summary and `detail`)."""
+    resume: str
+    """How its `resumeCommand` ends, `{}` standing for the session id."""
+    api_key: str | None = None
+    """The key the mock requires (None: any)."""
+    runs_shell: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which, in policy mode, its shell tool runs without a question."""
+    asks: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which, under `approvals.mode: ask`, the approval command is asked."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _echo(marker: Path) -> str:
+    return f"echo ran > {marker} && echo ran-it"
+
+
+def _home(places: Places) -> Path:
+    """A HOME of the daemon's own: agents run their shell tools as login shells, which must
+    not read the machine's shell profile (pyenv, ...: slow, and it takes a lock)."""
+    home = places.root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _claude_block(url: str, places: Places) -> dict[str, Any]:
+    binary = claude_options.bundled_cli()
+    assert binary is not None, "claude-agent-sdk with its bundled CLI is not installed"
+    return {
+        "workingDirectory": str(places.work),
+        "home": str(places.root / "claude-home"),
+        "model": "claude-sonnet-4-5",
+        "env": {
+            "HOME": str(_home(places)),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            # One request per failing model call: errors surface at once.
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+        },
+    }
+
+
+def _codex_block(url: str, places: Places) -> dict[str, Any]:
+    block = codex_block(url, places.root)
+    block["env"] = {**block["env"], "HOME": str(_home(places))}
+    return block
+
+
+def _opencode_block(url: str, places: Places) -> dict[str, Any]:
+    return {
+        "workingDirectory": str(places.work),
+        "home": str(places.root / "opencode-home"),
+        "cliPath": str(find_binary(None)),
+        "model": "mock/mock-model",
+        "maxRetries": 1,
+        "env": {**TEST_ENV, "HOME": str(_home(places))},
+        "config": provider_config(url),
+    }
+
+
+def _copilot_block(url: str, places: Places) -> dict[str, Any]:
+    assert COPILOT_CLI.is_file(), f"the copilot CLI is not at {COPILOT_CLI}: run `make test`"
+    return {
+        "workingDirectory": str(places.work),
+        "cliPath": str(COPILOT_CLI),
+        "home": str(places.root / "copilot-home"),
+        "model": CHAT_MODEL,
+        "offline": True,
+        "provider": {"baseUrl": url, "apiKey": COPILOT_KEY},
+        "env": {"HOME": str(_home(places)), "XDG_CACHE_HOME": str(places.cache)},
+    }
+
+
+def _claude_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["command"] == command
+    assert question["detail"]["input"] == {"command": command, "description": "run it"}
+
+
+def _codex_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert command in question["summary"]
+    assert question["detail"]["command"] == command
+    assert question["detail"]["reason"] == ESCALATION
+    assert question["detail"]["cwd"] == str(places.work)
+
+
+def _opencode_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["permission"] == "bash"
+    assert question["detail"]["metadata"]["command"] == command
+    assert question["detail"]["patterns"]
+
+
+def _copilot_question(question: dict[str, Any], command: str, places: Places) -> None:
+    marker = command.split(" > ")[1].split(" && ", maxsplit=1)[0]
+    summary = question["summary"]
+    assert summary.startswith("The shell command 'echo ran > /")
+    assert summary.endswith("\u2026'")  # a long command is clipped; detail has all of it
+    assert question["detail"]["command"] == command
+    assert f"names {marker}, outside the working directory" in question["detail"]["reason"]
+
+
+TARGETS: list[BackendTarget] = [
+    BackendTarget(
+        name="claude",
+        resume="claude --resume {}",
+        mock="anthropic",
+        block=_claude_block,
+        api_key=CLAUDE_KEY,
+        shell_tool="Bash",
+        # Not read-only and not a file edit: acceptEdits leaves it to the permission callback.
+        approval_command=lambda marker: (
+            f"python3 -c \"open('{marker}', 'w').write('ran')\" && echo ran-it"
+        ),
+        marker_outside=False,
+        check_question=_claude_question,
+        runs_shell={"allowedTools": ["Bash"]},
+    ),
+    BackendTarget(
+        name="codex",
+        resume="codex resume {}",
+        mock="openai_responses",
+        block=_codex_block,
+        shell_tool="shell",
+        approval_command=_echo,
+        # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
+        marker_outside=True,
+        check_question=_codex_question,
+    ),
+    BackendTarget(
+        name="opencode",
+        resume="opencode --session {}",
+        mock="openai_chat",
+        block=_opencode_block,
+        shell_tool="bash",
+        approval_command=_echo,
+        marker_outside=False,
+        check_question=_opencode_question,
+        asks={"permission": {"bash": "ask"}},
+    ),
+    BackendTarget(
+        name="copilot",
+        resume="copilot --resume {}",
+        mock="openai_chat",
+        block=_copilot_block,
+        api_key=COPILOT_KEY,
+        shell_tool="shell",
+        approval_command=_echo,
+        # Only what the default policy would refuse is asked: a write outside the directory.
+        marker_outside=True,
+        check_question=_copilot_question,
+    ),
+]
+
+
+def add_target(target: BackendTarget) -> None:
+    """Run the contract suite against one more backend too (call before collection)."""
+    TARGETS.append(target)
+
+
+for _entry in entry_points(group="a2a_wrapper.contract_targets"):
+    _target = _entry.load()
+    assert isinstance(_target, BackendTarget), f"{_entry.value} is not a BackendTarget"
+    add_target(_target)
