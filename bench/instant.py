@@ -16,22 +16,17 @@ from typing import Any
 
 import anyio
 
-from core.backend import BackendEvent, Diagnosis, Health, SessionBound, Text, TextDelta, Turn
+from core.backend import BackendEvent, Diagnosis, SessionBound, Text, TextDelta, Turn
+from core.backend.base import BackendBase
 
 STAMP = "stamp:"
 
 
-class InstantBackend:
+class InstantBackend(BackendBase):
     name = "instant"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self.options = dict(options or {})
-
-    async def start(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         yield SessionBound(turn.session_id or f"s-{uuid.uuid4().hex[:12]}")
@@ -44,17 +39,5 @@ class InstantBackend:
             return
         yield Text(text)
 
-    async def interrupt(self, turn: Turn) -> None:
-        return None
-
-    async def drop_session(self, session_id: str) -> None:
-        return None
-
-    async def health(self) -> Health:
-        return Health(ok=True)
-
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("backend", ok=True, detail="in-process, answers at once")]
-
-    def resume_command(self, session_id: str) -> str | None:
-        return None

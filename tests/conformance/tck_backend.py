@@ -22,7 +22,6 @@ from core.backend import (
     DirectReply,
     Failed,
     FileContent,
-    Health,
     NeedsInput,
     Progress,
     SessionBound,
@@ -30,6 +29,7 @@ from core.backend import (
     TextContent,
     Turn,
 )
+from core.backend.base import BackendBase
 
 RESUBSCRIBE_PREFIX = "test-resubscribe-message-id"
 HEARTBEAT_SECONDS = 0.5
@@ -77,17 +77,11 @@ _SCRIPTS: list[tuple[str, Callable[[], list[BackendEvent]]]] = [
 ]
 
 
-class TckBackend:
+class TckBackend(BackendBase):
     name = "tck"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         self._options = dict(options or {})
-
-    async def start(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         yield SessionBound(f"tck-{turn.context_id}")
@@ -108,18 +102,5 @@ class TckBackend:
         await anyio.sleep(V03_WORK_SECONDS)
         yield NeedsInput("Hello world!")
 
-    async def interrupt(self, turn: Turn) -> None:
-        # Nothing runs outside run_turn; cancelling its consumer stops it at once.
-        return None
-
-    async def drop_session(self, session_id: str) -> None:
-        return None
-
-    async def health(self) -> Health:
-        return Health(ok=True)
-
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("backend", ok=True, detail="in-process, nothing to check")]
-
-    def resume_command(self, session_id: str) -> str | None:
-        return None
