@@ -149,11 +149,17 @@ class SqliteDatabase:
 
 def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:
     """One transaction for the batch; each call in a savepoint (its failure undoes it alone).
-    A failed commit fails every call of the batch."""
+    A failed commit fails every call of the batch.
+
+    IMMEDIATE: the batch takes the write lock first (waiting up to busy_timeout for another
+    connection's). A deferred transaction that read and then writes after another connection
+    wrote fails at once with "database is locked" (a stale WAL snapshot; SQLite does not wait
+    there), which would fail a turn whenever another connection writes the same file (the
+    instance records, a second store, a tool)."""
     if len(batch) == 1:
         call = batch[0]
         try:
-            conn.execute("BEGIN")
+            conn.execute("BEGIN IMMEDIATE")
             call.value = call.fn(conn)
             conn.execute("COMMIT")
         except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
@@ -162,7 +168,7 @@ def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:
             call.error = exc
         return
     try:
-        conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE")
         for call in batch:
             conn.execute("SAVEPOINT call")
             try:

@@ -1,0 +1,87 @@
+"""`SqliteDatabase`: group commit on one connection, and another connection on the same file
+never makes a call fail."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from core.sqlite_db import SqliteDatabase
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
+
+
+async def test_a_call_that_reads_then_writes_survives_another_connections_write(
+    tmp_path: Path,
+) -> None:
+    """Another connection tries to write while a call is between its read and its write: that
+    writer waits (here: is refused at once, timeout 0) instead of making our call fail."""
+    path = tmp_path / "db.sqlite3"
+    db = SqliteDatabase(path, SCHEMA)
+    await db.open()
+    await db.run(lambda c: c.execute("INSERT INTO t VALUES ('a', 1)"))
+    other = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+    other_outcome: list[str] = []
+
+    def read_then_write(conn: sqlite3.Connection) -> int:
+        (value,) = conn.execute("SELECT v FROM t WHERE k = 'a'").fetchone()
+        try:
+            other.execute("INSERT INTO t VALUES ('b', 2)")
+            other_outcome.append("wrote")
+        except sqlite3.OperationalError as exc:
+            other_outcome.append(str(exc))
+        conn.execute("UPDATE t SET v = ? WHERE k = 'a'", (value + 1,))
+        return int(value)
+
+    try:
+        assert await db.run(read_then_write) == 1
+        assert other_outcome == ["database is locked"]
+        rows = await db.run(lambda c: c.execute("SELECT k, v FROM t ORDER BY k").fetchall())
+        assert rows == [("a", 2)]
+    finally:
+        other.close()
+        await db.close()
+
+
+async def test_calls_made_together_share_a_batch_and_fail_alone(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
+    await db.open()
+    results: dict[str, object] = {}
+
+    async def put(key: str, value: int) -> None:
+        try:
+            await db.run(lambda c: c.execute("INSERT INTO t VALUES (?, ?)", (key, value)))
+            results[key] = "ok"
+        except sqlite3.IntegrityError:
+            results[key] = "refused"
+
+    try:
+        await db.run(lambda c: c.execute("INSERT INTO t VALUES ('dup', 0)"))
+        async with anyio.create_task_group() as tg:
+            for key, value in (("x", 1), ("dup", 2), ("y", 3)):
+                tg.start_soon(put, key, value)
+        assert results == {"x": "ok", "dup": "refused", "y": "ok"}
+        rows = await db.run(lambda c: c.execute("SELECT k, v FROM t ORDER BY k").fetchall())
+        assert rows == [("dup", 0), ("x", 1), ("y", 3)]
+    finally:
+        await db.close()
+
+
+@pytest.mark.parametrize("statement", ["SELECT 1", "INSERT INTO t VALUES ('z', 9)"])
+async def test_a_single_call_commits_or_rolls_back(tmp_path: Path, statement: str) -> None:
+    db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
+    await db.open()
+
+    def then_fail(conn: sqlite3.Connection) -> None:
+        conn.execute(statement)
+        raise RuntimeError("boom")
+
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            await db.run(then_fail)
+        assert await db.run(lambda c: c.execute("SELECT count(*) FROM t").fetchone()[0]) == 0
+    finally:
+        await db.close()
