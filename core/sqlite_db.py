@@ -20,13 +20,15 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import structlog
 from pydantic import ValidationError
+
+from core.queued import Queued
 
 log = structlog.get_logger(__name__)
 
@@ -77,15 +79,19 @@ class SqliteDatabase:
         self._reported.add(ident)
         log.warning("store.unreadable_row", table=table, key=key, error=_why(exc))
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` on the worker thread, in a transaction shared with the calls made at the
-        same time (each in its own savepoint). Like a thread call, it completes once started:
-        a cancellation is delivered after it."""
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
+        """Queue `fn` now and return what to await for its result (core/queued.py): it runs
+        on the worker thread, in a transaction shared with the calls queued at the same time
+        (each in its own savepoint). Like a thread call, it completes once started: a
+        cancellation is delivered after it."""
         conn = self._conn
         if conn is None:
             raise RuntimeError(f"{self._name} is not open")
         call = _Call(fn)
         self._queue.append(call)
+        return self._result(conn, call)
+
+    async def _result(self, conn: sqlite3.Connection, call: _Call) -> Any:
         with anyio.CancelScope(shield=True):
             if self._leading:
                 # Woken when a batch ran this call, or when the lead is handed to it.
@@ -95,7 +101,7 @@ class SqliteDatabase:
                 await self._lead(conn)
         if call.error is not None:
             raise call.error
-        return cast("T", call.value)
+        return call.value
 
     async def _lead(self, conn: sqlite3.Connection) -> None:
         """Run every queued call as one batch, then hand the lead to the next queued call (so

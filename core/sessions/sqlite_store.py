@@ -10,6 +10,7 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.queued import Queued
 from core.sessions.store import SessionRecord
 from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 
@@ -116,16 +117,19 @@ class SqliteSessionStore:
         row, expired = await self._db.run(read)
         return (self._decode(row) if row else None), expired
 
-    async def touch(
+    def touch(
         self, principal: str, context_id: str, session_id: str, used_at: datetime
-    ) -> None:
-        await self._db.run(
-            lambda conn: conn.execute(
+    ) -> Queued[None]:
+        params = (_ts(used_at), principal, context_id, session_id)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "UPDATE sessions SET last_used_at = ?, turns = turns + 1 "
                 "WHERE principal = ? AND context_id = ? AND session_id = ?",
-                (_ts(used_at), principal, context_id, session_id),
+                params,
             )
-        )
+
+        return self._db.run(write)
 
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:

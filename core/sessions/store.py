@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from core.queued import Queued, done
+
 
 @dataclass(frozen=True)
 class SessionRecord:
@@ -41,10 +43,11 @@ class SessionStore(Protocol):
         """Insert or replace the mapping of the record's key."""
         ...
 
-    async def touch(
+    def touch(
         self, principal: str, context_id: str, session_id: str, used_at: datetime
-    ) -> None:
-        """Count one more turn on the key's mapping, if it still names `session_id`."""
+    ) -> Queued[None]:
+        """Count one more turn on the key's mapping, if it still names `session_id`: queued
+        when called (core/queued.py)."""
         ...
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
@@ -97,13 +100,14 @@ class InMemorySessionStore:
     async def put(self, record: SessionRecord) -> None:
         self._records[(record.principal, record.context_id)] = record
 
-    async def touch(
+    def touch(
         self, principal: str, context_id: str, session_id: str, used_at: datetime
-    ) -> None:
+    ) -> Queued[None]:
         key = (principal, context_id)
         record = self._records.get(key)
         if record is not None and record.session_id == session_id:
             self._records[key] = replace(record, last_used_at=used_at, turns=record.turns + 1)
+        return done()
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
         key = (principal, context_id)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from core.queued import Queued
 from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 from core.tasks.store import (
     ACTIVE_STATES,
@@ -83,7 +84,7 @@ class SqliteTaskStore:
         await self._db.run(write)
         await anyio.to_thread.run_sync(_disk_takes_a_page, self._directory)
 
-    async def save(self, principal: str, task: Task) -> None:
+    def save(self, principal: str, task: Task) -> Queued[None]:
         row = (
             principal,
             task.id,
@@ -92,9 +93,11 @@ class SqliteTaskStore:
             sort_key(task)[0],
             task.model_dump_json(by_alias=True, exclude_none=True),
         )
-        await self._db.run(
-            lambda c: c.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
-        )
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
+
+        return self._db.run(write)
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
         try:

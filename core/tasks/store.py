@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from core.queued import Queued, done
 from core.wire.base import format_timestamp, utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
@@ -49,8 +50,9 @@ class TaskStore(Protocol):
         """Raise unless the store can take a write now (readiness)."""
         ...
 
-    async def save(self, principal: str, task: Task) -> None:
-        """Insert or replace the snapshot of `task`."""
+    def save(self, principal: str, task: Task) -> Queued[None]:
+        """Insert or replace the snapshot of `task`: queued when called (core/queued.py)."""
+        ...
 
     async def get(self, principal: str, task_id: str) -> Task | None:
         """None when there is no such task; `TaskUnreadableError` when it is stored but its
@@ -125,9 +127,10 @@ class InMemoryTaskStore:
     async def probe(self) -> None:
         return None
 
-    async def save(self, principal: str, task: Task) -> None:
+    def save(self, principal: str, task: Task) -> Queued[None]:
         # Tasks are frozen wire models: keeping the object itself is keeping a snapshot.
         self._tasks[(principal, task.id)] = task
+        return done()
 
     async def get(self, principal: str, task_id: str) -> Task | None:
         task = self._tasks.get((principal, task_id))
