@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from core.queued import Queued, done
 from core.sessions.policy import expiry_cutoff, is_expired
 from core.sessions.store import SessionRecord, SessionStore
 
@@ -79,11 +80,18 @@ class SessionManager:
         return self._ttl is not None and self._reuse
 
     async def begin(
-        self, principal: str, context_id: str, *, task_session: str | None = None
+        self,
+        principal: str,
+        context_id: str,
+        *,
+        task_session: str | None = None,
+        new_context: bool = False,
     ) -> Lease:
         """Resolve the session for a turn starting now, and mark the context busy until
         `end()`. `task_session` is the session that served the task's earlier turn (an
-        input-required continuation), used when contexts are not reused."""
+        input-required continuation), used when contexts are not reused. `new_context`: the
+        daemon minted the contextId for this turn, so no mapping or tombstone can exist (no
+        store lookup)."""
         key = (principal, context_id)
         self._busy[key] += 1
         try:
@@ -91,6 +99,8 @@ class SessionManager:
                 return Lease(
                     principal, context_id, task_session, task_session is None, False, False
                 )
+            if new_context:
+                return Lease(principal, context_id, None, True, False, True)
             record, expired = await self._store.lookup(principal, context_id)
             if record is None:
                 return Lease(principal, context_id, None, True, expired, True)
@@ -123,16 +133,14 @@ class SessionManager:
         )
         lease.stored = session_id
 
-    async def count_turn(self, lease: Lease) -> None:
-        """Count the lease's turn on its session's mapping (once; the turn's final write
-        carries it, so it shares that transaction)."""
-        if lease.counted:
-            return
-        lease.counted = True
-        if lease.persist and lease.session_id is not None:
-            await self._store.touch(
-                lease.principal, lease.context_id, lease.session_id, self._clock()
-            )
+    def count_turn(self, lease: Lease) -> Queued[None]:
+        """Count the lease's turn on its session's mapping (once), queued when called
+        (core/queued.py): the turn's final task write is queued beside it, so the two share
+        a transaction."""
+        counted, lease.counted = lease.counted, True
+        if counted or not lease.persist or lease.session_id is None:
+            return done()
+        return self._store.touch(lease.principal, lease.context_id, lease.session_id, self._clock())
 
     async def end(self, lease: Lease) -> None:
         """The turn is over (whatever its outcome): count it if not yet, and free the context."""

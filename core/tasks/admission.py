@@ -7,7 +7,6 @@ terminal tasks are immutable; a message answering a paused turn's approval resum
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 from core.tasks.approvals import answer_of
@@ -18,10 +17,12 @@ from core.tasks.push import PushDispatcher
 from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion, StoredConfig
 from core.tasks.queries import LiveRuns, TaskQueries
-from core.tasks.task_run import RunState, TaskRun
+from core.tasks.run_state import RunState
+from core.tasks.task_run import TaskRun
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
+from core.wire.ids import new_id
 from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
 SHUTTING_DOWN = "The daemon is shutting down; send this again later"
@@ -106,15 +107,15 @@ class Admission:
             run = self._continuable(principal, task, message)
             user = message.model_copy(update={"context_id": task.context_id})
         else:
-            context_id = message.context_id or str(uuid.uuid4())
-            task_id = str(uuid.uuid4())
+            context_id = message.context_id or new_id()
+            task_id = new_id()
             user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
             task = Task(
                 id=task_id,
                 context_id=context_id,
                 status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
             )
-            run = self._live.new(principal, task)
+            run = self._live.new(principal, task, new_context=message.context_id is None)
         context_id = run.task.context_id
         lane = self.lanes.reserve(principal, context_id)
         try:

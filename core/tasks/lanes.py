@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import anyio
-
+from core.tasks.gate import Gate
 from core.wire.errors import UnsupportedOperationError
 
 
@@ -21,7 +20,7 @@ class LaneFullError(UnsupportedOperationError):
 
 @dataclass
 class Lane:
-    lock: anyio.Lock = field(default_factory=lambda: anyio.Lock(fast_acquire=False))
+    gate: Gate = field(default_factory=lambda: Gate(1))
     holders: int = 0
 
 
@@ -51,7 +50,7 @@ class TurnLanes:
     async def turn(self, principal: str, context_id: str, lane: Lane) -> AsyncIterator[None]:
         """Wait for the lane reserved with `reserve()`, hold it for the body, then leave."""
         try:
-            async with lane.lock:
+            async with lane.gate:
                 yield
         finally:
             self.leave(principal, context_id, lane)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
-import anyio
-
+from core.tasks.gate import Gate
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
 from core.wire.models import Message
 
@@ -42,9 +41,9 @@ def check_message(message: Message, *, max_parts: int, max_file_bytes: int) -> N
 
 class TurnSlots:
     def __init__(self, max_concurrent: int, per_principal: int = 0, max_queued: int = 256) -> None:
-        self._daemon = anyio.CapacityLimiter(max_concurrent)
+        self._daemon = Gate(max_concurrent)
         self._per_principal = per_principal
-        self._principals: dict[str, anyio.CapacityLimiter] = {}
+        self._principals: dict[str, Gate] = {}
         self._max_queued = max_queued
         self._waiting = 0
 
@@ -79,5 +78,5 @@ class TurnSlots:
             return nullcontext()
         limiter = self._principals.get(principal)
         if limiter is None:
-            limiter = self._principals[principal] = anyio.CapacityLimiter(self._per_principal)
+            limiter = self._principals[principal] = Gate(self._per_principal)
         return limiter

@@ -32,8 +32,8 @@ class LiveRuns:
         run = self._runs.get(task_id) if task_id else None
         return run if run is not None and run.principal == principal else None
 
-    def new(self, principal: str, task: Task) -> TaskRun:
-        return TaskRun(principal, task, self._store, notify=self._notify)
+    def new(self, principal: str, task: Task, *, new_context: bool = False) -> TaskRun:
+        return TaskRun(principal, task, self._store, notify=self._notify, new_context=new_context)
 
     def of_stored(self, principal: str, task: Task) -> TaskRun:
         """The live run of a stored task, made (and held) if there is none."""

@@ -15,7 +15,8 @@ from core.tasks.content import part_to_content
 from core.tasks.engine_config import Timeouts
 from core.tasks.lanes import Lane
 from core.tasks.queries import LiveRuns
-from core.tasks.task_run import RunState, TaskRun
+from core.tasks.run_state import RunState
+from core.tasks.task_run import TaskRun
 from core.tasks.turn_driver import TurnDriver, fail_crashed
 from core.wire.models import SendMessageRequest
 

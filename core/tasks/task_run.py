@@ -19,9 +19,7 @@ the session id lives in it.
 
 from __future__ import annotations
 
-import enum
-import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -30,12 +28,16 @@ import structlog
 from pydantic import JsonValue
 
 from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
+from core.queued import Queued
 from core.tasks.broker import Subscription, TaskBroker
 from core.tasks.hooks import NO_HOOKS, Hooks
+from core.tasks.latch import Latch
+from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
 from core.tasks.store import TaskStore
 from core.tasks.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
+from core.wire.ids import new_id
 from core.wire.models import (
     Artifact,
     Message,
@@ -50,37 +52,14 @@ from core.wire.models import (
 log = structlog.get_logger(__name__)
 
 Notify = Callable[["TaskRun", StreamResponse], None]
-# Awaited with a turn's final write (same transaction on a shared SQLite file): the turn's
-# session bookkeeping.
-TurnEnd = Callable[[], Coroutine[Any, Any, None]]
-
-
-class RunState(enum.Enum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    PAUSED = "paused"
-    STOPPING = "stopping"
-    DONE = "done"
-
-
-_IN_FLIGHT = frozenset({RunState.QUEUED, RunState.RUNNING, RunState.PAUSED, RunState.STOPPING})
-LEGAL: dict[str, frozenset[RunState]] = {
-    "admit": frozenset({RunState.DONE}),
-    "begin": frozenset({RunState.QUEUED}),
-    "pause": frozenset({RunState.RUNNING}),
-    "resume": frozenset({RunState.PAUSED}),
-    "stop": _IN_FLIGHT,
-    "finish": _IN_FLIGHT,
-}
-
-
-class IllegalTransitionError(RuntimeError):
-    """A transition was asked of a run in a state that does not allow it (an engine bug)."""
+# The turn's session bookkeeping, queued beside the turn's final write when called (so it
+# shares its transaction on a shared SQLite file; core/queued.py), then awaited.
+TurnEnd = Callable[[], Queued[None]]
 
 
 def agent_message(task: Task, parts: list[Part]) -> Message:
     return Message(
-        message_id=str(uuid.uuid4()),
+        message_id=new_id(),
         context_id=task.context_id,
         task_id=task.id,
         role=Role.AGENT,
@@ -98,6 +77,7 @@ class TaskRun:
         "_cause",
         "_finished",
         "_hooks",
+        "_new_context",
         "_notify",
         "_pending",
         "_principal",
@@ -121,8 +101,10 @@ class TaskRun:
         *,
         announced: bool = False,
         notify: Notify | None = None,
+        new_context: bool = False,
     ) -> None:
         self._principal = principal
+        self._new_context = new_context
         self._task = task
         self._store = store
         self._broker = TaskBroker()
@@ -132,9 +114,8 @@ class TaskRun:
         self._reply: Message | None = None
         # While queued: the scope of the wait for a lane and a slot; while running: the turn's.
         self._scope: anyio.CancelScope | None = None
-        self._finished = anyio.Event()
-        self._finished.set()
-        self._settled = anyio.Event()
+        self._finished = Latch(is_set=True)
+        self._settled = Latch()
         self._stop_reason: str | None = None
         self._hooks: Hooks = NO_HOOKS
         self._turn: Turn | None = None
@@ -164,6 +145,12 @@ class TaskRun:
     @property
     def in_flight(self) -> bool:
         return self._state is not RunState.DONE
+
+    @property
+    def new_context(self) -> bool:
+        """The daemon minted this task's contextId for this turn: no session can be mapped to
+        it yet, so there is nothing to look up."""
+        return self._new_context
 
     @property
     def announced(self) -> bool:
@@ -223,8 +210,8 @@ class TaskRun:
         self._move("admit", RunState.QUEUED)
         before = self._task
         previous = before.status.message
-        self._finished = anyio.Event()
-        self._settled = anyio.Event()
+        self._finished = Latch()
+        self._settled = Latch()
         self._stop_reason = None
         self._task = before.model_copy(
             update={
@@ -286,7 +273,7 @@ class TaskRun:
         is WORKING again."""
         self._move("resume", RunState.RUNNING)
         self._pending = None
-        self._settled = anyio.Event()
+        self._settled = Latch()
         task = self._task
         question = task.status.message
         self._task = task.model_copy(
@@ -323,6 +310,7 @@ class TaskRun:
     def finish(self) -> None:
         """-> DONE: no turn in flight any more. Streams end if the task is over."""
         self._move("finish", RunState.DONE)
+        self._new_context = False
         self._scope, self._turn, self._cause, self._pending = None, None, None, None
         self._turn_end = None
         self._finished.set()
@@ -388,12 +376,14 @@ class TaskRun:
         """Store the snapshot; a turn's final state goes with its session bookkeeping, in the
         same transaction when both live in one SQLite file."""
         turn_end, self._turn_end = (self._turn_end, None) if final else (None, self._turn_end)
-        if turn_end is None:
-            await self._store.save(self._principal, self._task)
-            return
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._store.save, self._principal, self._task)
-            tg.start_soon(turn_end)
+        # Both writes are queued before either is awaited (core/queued.py): one batch.
+        saved = self._store.save(self._principal, self._task)
+        ended = turn_end() if turn_end is not None else None
+        try:
+            await saved
+        finally:
+            if ended is not None:
+                await ended
 
     async def set_status(self, state: TaskState, message: Message | None = None) -> None:
         """Move the task to `state`: hooks first, then stored, then published."""
@@ -488,7 +478,7 @@ class TaskRun:
         before anyone sees the reply)."""
         task = self._task
         self._reply = Message(
-            message_id=str(uuid.uuid4()), context_id=task.context_id, role=Role.AGENT, parts=parts
+            message_id=new_id(), context_id=task.context_id, role=Role.AGENT, parts=parts
         )
         turn_end, self._turn_end = self._turn_end, None
         await self._store.delete(self._principal, task.id)

@@ -104,7 +104,10 @@ class TurnDriver:
                 )
                 return
             lease = await self._sessions.begin(
-                run.principal, run.task.context_id, task_session=run.session_id
+                run.principal,
+                run.task.context_id,
+                task_session=run.session_id,
+                new_context=run.new_context,
             )
             try:
                 deadline = (

@@ -9,7 +9,6 @@ NeedsInput interrupts the task; Failed ends it. `idle` bounds the wait for each 
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -44,6 +43,7 @@ from core.tasks.guard import backend_call
 from core.tasks.task_run import TaskRun, agent_message
 from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
 from core.wire.enums import TaskState
+from core.wire.ids import new_id
 from core.wire.models import Artifact, Part
 
 log = structlog.get_logger(__name__)
@@ -72,7 +72,7 @@ class _Answer:
 
     texts: list[str] = field(default_factory=list)
     deltas: list[str] = field(default_factory=list)
-    artifact_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    artifact_id: str = field(default_factory=new_id)
     held: str | None = None
     chunks: int = 0
 
@@ -81,17 +81,35 @@ class _Answer:
         return "".join(self.texts) if self.texts else "".join(self.deltas)
 
 
-async def _next_event(events: AsyncIterator[BackendEvent], idle: float) -> BackendEvent | None:
-    """The next event, None at the end of the turn; IdleTimeoutError after `idle` s of silence."""
-    with anyio.move_on_after(idle) as scope:
+class _Events:
+    """The backend's events, each awaited within `idle` s of the one before. One cancel scope
+    serves the whole turn (`watch`): its deadline is set while an event is awaited and lifted
+    while one is applied, instead of a scope per event."""
+
+    def __init__(self, events: AsyncIterator[BackendEvent], idle: float) -> None:
+        self._events = events
+        self._idle = idle
+        self._scope: anyio.CancelScope | None = None
+        self.exhausted = False
+
+    def watch(self, scope: anyio.CancelScope) -> None:
+        self._scope = scope
+
+    async def next(self) -> BackendEvent | None:
+        """The next event, None at the end of the turn (the watching scope is cancelled after
+        `idle` s of silence)."""
+        scope = self._scope
+        if scope is not None and self._idle != math.inf:
+            scope.deadline = anyio.current_time() + self._idle
         try:
             with backend_call("run_turn"):
-                return await anext(events)
+                return await anext(self._events)
         except StopAsyncIteration:
+            self.exhausted = True
             return None
-    if scope.cancelled_caught:
-        raise IdleTimeoutError
-    return None  # pragma: no cover - move_on_after either returns above or is cancelled
+        finally:
+            if scope is not None:
+                scope.deadline = math.inf
 
 
 class TurnRunner:
@@ -128,21 +146,26 @@ class TurnRunner:
         answer = _Answer()
         with backend_call("run_turn"):
             events = self._backend.run_turn(turn)
+        stream = _Events(events, self._idle)
         try:
-            while (event := await _next_event(events, self._idle)) is not None:
-                if isinstance(event, DirectReply) and not run.announced:
-                    # Only a first turn nobody saw yet may answer without a task.
-                    await run.reply_directly([content_to_part(c) for c in event.parts])
-                    return
-                if isinstance(event, SessionBound) and on_session is not None:
-                    await on_session(event.session_id)
-                run.applying(event)
-                if answer.held is not None and not isinstance(event, _INSTANT):
-                    # Anything else happening (a tool call, say) may take long: send the
-                    # chunk held back now.
-                    await self._flush(run, answer, last_chunk=False)
-                if await self._apply(run, event, answer):
-                    return
+            with anyio.CancelScope() as idle:
+                stream.watch(idle)
+                while (event := await stream.next()) is not None:
+                    if isinstance(event, DirectReply) and not run.announced:
+                        # Only a first turn nobody saw yet may answer without a task.
+                        await run.reply_directly([content_to_part(c) for c in event.parts])
+                        return
+                    if isinstance(event, SessionBound) and on_session is not None:
+                        await on_session(event.session_id)
+                    run.applying(event)
+                    if answer.held is not None and not isinstance(event, _INSTANT):
+                        # Anything else happening (a tool call, say) may take long: send the
+                        # chunk held back now.
+                        await self._flush(run, answer, last_chunk=False)
+                    if await self._apply(run, event, answer):
+                        return
+            if idle.cancelled_caught:
+                raise IdleTimeoutError
         finally:
             pending = run.release_approval()
             if pending is not None:
@@ -150,9 +173,9 @@ class TurnRunner:
                 pending.reply.answer(ApprovalAnswer("deny", "The turn was stopped."))
             # A turn that ends early closes the backend's generator now, not at GC time, so
             # its own cleanup (processes, sessions) runs in order; bounded, so a cleanup that
-            # hangs cannot keep the task from ending.
+            # hangs cannot keep the task from ending. An exhausted generator has nothing left.
             close = getattr(events, "aclose", None)
-            if close is not None:
+            if close is not None and not stream.exhausted:
                 await self._close(close)
         run.applying(None)
         text = answer.text
@@ -213,7 +236,7 @@ class TurnRunner:
                 await self._working(run)
                 await run.add_artifact(
                     Artifact(
-                        artifact_id=event.artifact_id or str(uuid.uuid4()),
+                        artifact_id=event.artifact_id or new_id(),
                         name=event.name,
                         parts=[content_to_part(c) for c in event.parts],
                     ),

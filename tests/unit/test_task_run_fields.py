@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
 from core.tasks.store import InMemoryTaskStore
-from core.tasks.task_run import LEGAL, IllegalTransitionError, RunState, TaskRun
+from core.tasks.task_run import TaskRun
 from core.wire.enums import TaskState
 from core.wire.models import Message, Part, Task, TaskStatus
 

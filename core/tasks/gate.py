@@ -1,0 +1,54 @@
+"""A FIFO gate with a number of places: a context's lane (one place) and the daemon's and each
+principal's turn slots (`server.maxConcurrentTurns`, `maxConcurrentTurnsPerPrincipal`).
+
+Why not anyio's Lock and CapacityLimiter: every turn passes up to three of them, and each
+yields to the event loop on entry even when a place is free, and is built through anyio's
+backend lookup; on the hot path that was a loop pass and a lookup per gate per turn. Here a
+free place is taken at once, and a freed place goes straight to the oldest waiter, so a turn
+that arrives later never overtakes one that waits.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import TracebackType
+
+import anyio
+
+
+class Gate:
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, places: int) -> None:
+        self._free = places
+        self._waiters: deque[anyio.Event] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        handed = anyio.Event()
+        self._waiters.append(handed)
+        try:
+            await handed.wait()
+        except BaseException:
+            if handed.is_set():
+                # A place was handed over as this waiter was cancelled: pass it on.
+                self._leave()
+            else:
+                self._waiters.remove(handed)
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._leave()
+
+    def _leave(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().set()
+        else:
+            self._free += 1
