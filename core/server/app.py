@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -187,7 +187,7 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
     line per request says how it ended (never its body: no prompts, no tokens)."""
     started = time.perf_counter()
     status = 500
-    with structlog.contextvars.bound_contextvars(request_id=uuid.uuid4().hex[:12]):
+    with structlog.contextvars.bound_contextvars(request_id=os.urandom(6).hex()):
         try:
             response = await handler(request)
         except web.HTTPException as exc:

@@ -25,12 +25,14 @@ from core.server.sse import frame, stream_events
 from core.wire import strict_json
 from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
 from core.wire.jsonrpc import (
+    Encoded,
     EnvelopeError,
     RequestId,
     RpcRequest,
     failure,
     parse_request,
     success,
+    success_json,
 )
 from core.wire.versions import V0_3, V1_0, require
 
@@ -70,7 +72,14 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return await stream_events(
             request, _frames(rpc.id, result.events, dialect, debug), ping_interval=ping
         )
-    return web.json_response(success(rpc.id, result), dumps=strict_json.dumps)
+    return _success(rpc.id, result)
+
+
+def _success(request_id: RequestId, result: rpc_v1.Result) -> web.Response:
+    if isinstance(result, Encoded):
+        body = success_json(request_id, result)
+        return web.Response(body=body, content_type="application/json")
+    return web.json_response(success(request_id, result), dumps=strict_json.dumps)
 
 
 async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> rpc_v1.Result:

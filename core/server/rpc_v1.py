@@ -7,6 +7,7 @@ from typing import Any
 
 from core.server.calls import Call, Streaming, encoded, parse
 from core.wire.errors import InvalidParamsError, PushNotificationNotSupportedError
+from core.wire.jsonrpc import Encoded
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -20,15 +21,15 @@ from core.wire.models import (
     TaskPushNotificationConfig,
 )
 
-Result = dict[str, Any] | list[Any] | None | Streaming
+Result = dict[str, Any] | list[Any] | None | Streaming | Encoded
 Handler = Callable[[Call], Awaitable[Result]]
 
 
 async def send_message(call: Call) -> Result:
     request = parse(SendMessageRequest, call.params)
     outcome = await call.service.send(call.principal, request)
-    key = "message" if isinstance(outcome, Message) else "task"
-    return {key: outcome.dump()}
+    key = b"message" if isinstance(outcome, Message) else b"task"
+    return Encoded(b'{"' + key + b'":' + outcome.dump_json() + b"}")
 
 
 async def send_streaming_message(call: Call) -> Result:
@@ -40,17 +41,17 @@ async def send_streaming_message(call: Call) -> Result:
 
 async def get_task(call: Call) -> Result:
     request = parse(GetTaskRequest, call.params)
-    return (await call.service.get(call.principal, request)).dump()
+    return Encoded((await call.service.get(call.principal, request)).dump_json())
 
 
 async def list_tasks(call: Call) -> Result:
     request = parse(ListTasksRequest, call.params)
-    return (await call.service.list(call.principal, request)).dump()
+    return Encoded((await call.service.list(call.principal, request)).dump_json())
 
 
 async def cancel_task(call: Call) -> Result:
     request = parse(CancelTaskRequest, call.params)
-    return (await call.service.cancel(call.principal, request)).dump()
+    return Encoded((await call.service.cancel(call.principal, request)).dump_json())
 
 
 async def subscribe_to_task(call: Call) -> Result:

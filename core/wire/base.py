@@ -32,6 +32,11 @@ class WireModel(BaseModel):
         """ProtoJSON rendering: camelCase keys, no unset or null fields."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def dump_json(self) -> bytes:
+        """`dump()` as JSON text, encoded in one step (no dict in between); a non-finite
+        number is written as null, as `strict_json.dumps` writes it."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)
+
 
 def _parse_timestamp(value: object) -> datetime:
     if isinstance(value, datetime):
@@ -47,9 +52,10 @@ def _parse_timestamp(value: object) -> datetime:
 
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with millisecond precision and a `Z` suffix (§5.6.1)."""
-    return (
-        value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
-    )
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    # isoformat is C code; "...SS.mmm+00:00" minus the offset (milliseconds are truncated).
+    return value.isoformat(timespec="milliseconds")[:23] + "Z"
 
 
 Timestamp = Annotated[

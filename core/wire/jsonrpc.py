@@ -18,6 +18,19 @@ class RpcRequest:
     params: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """A result already encoded as JSON text (`WireModel.dump_json`): put into the reply as it
+    is, with no dict built and encoded again."""
+
+    json: bytes
+
+
+def success_json(request_id: RequestId, result: Encoded) -> bytes:
+    head = strict_json.dumps({"jsonrpc": "2.0", "id": request_id}, compact=True).encode()
+    return head[:-1] + b',"result":' + result.json + b"}"
+
+
 class EnvelopeError(Exception):
     """The body is not a usable JSON-RPC request; `request_id` is echoed when it was readable."""
 
