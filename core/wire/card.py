@@ -18,9 +18,13 @@ REST_PATH = "/a2a/rest"
 
 @dataclass(frozen=True)
 class Interface:
+    """`path` is appended to the base URL; an `address` (gRPC's `host:port`, no scheme) is
+    used as it is."""
+
     path: str
     binding: str
     version: str
+    address: str | None = None
 
 
 def card_document(
@@ -37,7 +41,11 @@ def card_document(
     """`card` holds name, description, version, skills, modes, provider, urls (camelCase)."""
     base = base_url.rstrip("/")
     supported = [
-        {"url": base + i.path, "protocolBinding": i.binding, "protocolVersion": i.version}
+        {
+            "url": i.address or base + i.path,
+            "protocolBinding": i.binding,
+            "protocolVersion": i.version,
+        }
         for i in interfaces
     ]
     doc: dict[str, Any] = {
