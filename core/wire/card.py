@@ -73,10 +73,16 @@ def card_document(
         doc["preferredTransport"] = first["protocolBinding"]
         doc["protocolVersion"] = "0.3.0"
         doc["additionalInterfaces"] = [
-            {"url": s["url"], "transport": s["protocolBinding"]} for s in rest
+            {"url": _v03_url(s["url"]), "transport": s["protocolBinding"]} for s in rest
         ]
         doc["supportsAuthenticatedExtendedCard"] = extended_card
     return doc
+
+
+def _v03_url(url: str) -> str:
+    """v0.3 interface URLs are http(s) URLs, gRPC's too (its clients take host:port from it);
+    v1.0 writes a gRPC interface as a bare `host:port`."""
+    return url if "://" in url else f"http://{url}"
 
 
 def etag(doc: dict[str, Any]) -> str:
