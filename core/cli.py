@@ -24,6 +24,7 @@ from core.settings import ConfigError, Settings, json_schema, load
 from core.settings_server import MIN_TOKEN_LENGTH
 from core.tasks.hooks import HookLoadError
 from core.tasks.startup import ListenError, StartupError, StorageStartError
+from core.wire import signing
 
 EXIT_CONFIG = 2  # the config is unusable (also: an unknown backend, a hook that does not load)
 
@@ -46,6 +47,18 @@ def _parser() -> argparse.ArgumentParser:
     card.add_argument("config", type=Path)
     card.add_argument(
         "--strict", action="store_true", help="the strict v1.0 card (as sent to A2A-Version 1.x)"
+    )
+    card.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the card's signatures against the public halves of agentCard.signing's keys",
+    )
+    card.add_argument(
+        "--card",
+        dest="card_file",
+        type=Path,
+        help="with --verify: check this card (a JSON file, e.g. saved from a running daemon) "
+        "instead of the one the config serves",
     )
     commands.add_parser("schema", help="print the JSON Schema of the config file")
     return parser
@@ -94,9 +107,8 @@ def _common_checks(settings: Settings) -> list[Diagnosis]:
 
 
 def _card(settings: Settings, *, strict: bool) -> dict[str, Any]:
-    server = settings.server
-    base = server.public_url or f"http://{server.host}:{server.port}"
-    return CardProvider(settings).document_for(base, strict=strict)
+    provider = CardProvider(settings)
+    return provider.document_for(provider.configured_base_url(), strict=strict)
 
 
 def _print_card(path: Path, *, strict: bool) -> int:
@@ -107,6 +119,28 @@ def _print_card(path: Path, *, strict: bool) -> int:
         return EXIT_CONFIG
     print(json.dumps(_card(settings, strict=strict), indent=2))
     return 0
+
+
+def _verify_card(path: Path, card_file: Path | None, *, strict: bool) -> int:
+    """One line per signature; exit 0 when at least one is valid (as verifiers accept a
+    card), 1 when none is, 2 when the config has no signing keys or the card is unreadable."""
+    try:
+        settings = load(path)
+        card = json.loads(card_file.read_text()) if card_file else _card(settings, strict=strict)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"a2a-wrapper: {card_file or path}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    config = settings.agent_card.signing
+    if config is None:
+        print(f"a2a-wrapper: {path}: agentCard.signing is not set: no key to verify with")
+        return EXIT_CONFIG
+    keys = {k.key_id: k.private_key.public_key() for k in config.signing_keys()}
+    verdicts = signing.verify(card, keys)
+    if not verdicts:
+        print("FAIL the card has no signatures")
+    for verdict in verdicts:
+        print(f"{'ok  ' if verdict.valid else 'FAIL'} {verdict.key_id}: {verdict.reason}")
+    return 0 if any(v.valid for v in verdicts) else 1
 
 
 def _announce(url: str) -> None:
@@ -124,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "check":
         return _check(args.config)
+    if args.command == "card" and args.verify:
+        return _verify_card(args.config, args.card_file, strict=args.strict)
     if args.command == "card":
         return _print_card(args.config, strict=args.strict)
     return _serve(args)

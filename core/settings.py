@@ -47,6 +47,7 @@ from core.settings_server import (
     is_loopback,
 )
 from core.tasks.engine_config import EngineConfig
+from core.wire import signing
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
@@ -80,6 +81,43 @@ class ExtendedCardSettings(Block):
     skills: list[SkillSettings] = Field(
         default_factory=list, description="Skills shown to authenticated callers only"
     )
+    allow_anonymous: bool = Field(
+        default=False,
+        description="Serve the extended card to the anonymous callers of a loopback daemon "
+        "without tokens (conformance runs: the TCK cannot authenticate); A2A wants it "
+        "authenticated, so leave this off otherwise",
+    )
+
+
+class SigningKeySettings(Block):
+    private_key_file: Path = Field(description="PEM private key (unencrypted) that signs the card")
+    algorithm: Literal[
+        "ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"
+    ] = Field(default="ES256", description="JWS `alg` of the signature")
+    key_id: str = Field(min_length=1, description="JWS `kid`: how verifiers find the public key")
+    jwks_url: str | None = Field(
+        default=None, description="JWS `jku`: where verifiers can fetch the public key set"
+    )
+
+    @model_validator(mode="after")
+    def _key_loads(self) -> SigningKeySettings:
+        signing.load_private_key(self.private_key_file, self.algorithm)
+        return self
+
+    def key(self) -> signing.SigningKey:
+        private = signing.load_private_key(self.private_key_file, self.algorithm)
+        return signing.SigningKey(self.key_id, self.algorithm, private, self.jwks_url)
+
+
+class SigningSettings(SigningKeySettings):
+    additional_keys: list[SigningKeySettings] = Field(
+        default_factory=list,
+        description="More keys that also sign the card, one signature each (key rotation: "
+        "docs/operations.md)",
+    )
+
+    def signing_keys(self) -> list[signing.SigningKey]:
+        return [self.key(), *(k.key() for k in self.additional_keys)]
 
 
 class AgentCardSettings(Block):
@@ -97,6 +135,9 @@ class AgentCardSettings(Block):
         default=None,
         description="The extended card, served only to authenticated callers (needs "
         "server.auth.tokens)",
+    )
+    signing: SigningSettings | None = Field(
+        default=None, description="Sign the card (JWS, A2A §8.4); unset = unsigned"
     )
     max_age: int = Field(default=300, ge=0, description="Cache-Control max-age of the card (s)")
     v03_fields: bool = Field(
@@ -208,10 +249,15 @@ class Settings(BaseSettings):
                 "server.allowUnauthenticated: true to accept that anyone reaching the port "
                 "can drive the agent"
             )
-        if self.agent_card.extended is not None and not server.auth.tokens:
+        extended = self.agent_card.extended
+        anonymous_ok = (
+            extended is not None and extended.allow_anonymous and is_loopback(server.host)
+        )
+        if extended is not None and not server.auth.tokens and not anonymous_ok:
             raise ValueError(
                 "agentCard.extended is served to authenticated callers only: "
-                "it needs server.auth.tokens"
+                "it needs server.auth.tokens (or agentCard.extended.allowAnonymous on a "
+                "loopback bind)"
             )
         return self
 

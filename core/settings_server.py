@@ -89,6 +89,13 @@ class AuthSettings(Block):
 class ServerSettings(Block):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    grpc_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Port of the gRPC binding (v1.0 and v0.3 services) on the same host; "
+        "unset = no gRPC, 0 = a free port (printed at start)",
+    )
     public_url: str | None = Field(
         default=None, description="Base URL advertised in the card; default: from each request"
     )

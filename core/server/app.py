@@ -17,7 +17,7 @@ from core.backend import Backend
 from core.server import jsonrpc, rest, rest_v03
 from core.server.auth import Authenticator
 from core.server.card import CardProvider
-from core.server.keys import CARD, SERVICE, SETTINGS
+from core.server.keys import CARD, GRPC, SERVICE, SETTINGS
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
 from core.sessions.manager import Clock, SessionManager, system_clock
@@ -128,6 +128,10 @@ def create_app(
         push=build_push(settings, push_store, push_sender, db),
     )
     app[SERVICE] = service
+    if settings.server.grpc_port is not None:
+        from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
+
+        app[GRPC] = GrpcBinding(settings, service, app[CARD])
     app.cleanup_ctx.append(_service_lifecycle)
     app.on_shutdown.append(_drain)
 
@@ -207,24 +211,35 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
 
 
 async def _drain(app: web.Application) -> None:
-    """aiohttp runs this after it stops accepting and before it waits for open requests."""
-    await app[SERVICE].drain()
+    """aiohttp runs this after it stops accepting and before it waits for open requests; the
+    gRPC server stops accepting at the same moment, and its running calls end with their
+    turns."""
+    grpc = app.get(GRPC)
+    async with anyio.create_task_group() as tg:
+        if grpc is not None:
+            tg.start_soon(grpc.stop)
+        await app[SERVICE].drain()
 
 
 async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """Run the task service in a task of its own.
+    """Run the task service, and the gRPC server when configured, in a task of its own.
 
     aiohttp may run startup and cleanup in different tasks; an anyio task group must be entered
-    and left in one, so the service lives in a dedicated task and is stopped by an event.
+    and left in one, so the service lives in a dedicated task and is stopped by an event. The
+    gRPC server runs in the app's task group inside the service, so it stops first.
     """
     ready, stop = anyio.Event(), anyio.Event()
     failure: list[BaseException] = []
 
     async def serve() -> None:
         try:
-            async with app[SERVICE].running():
+            async with app[SERVICE].running(), anyio.create_task_group() as tg:
+                grpc = app.get(GRPC)
+                if grpc is not None:
+                    await tg.start(grpc.serve)
                 ready.set()
                 await stop.wait()
+                tg.cancel_scope.cancel()
         except Exception as exc:
             failure.append(exc)
             ready.set()

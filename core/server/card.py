@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from core.server.negotiation import request_version
 from core.settings import Settings
+from core.wire import signing
 from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag
 from core.wire.errors import ExtendedAgentCardNotConfiguredError, VersionNotSupportedError
 
@@ -37,6 +39,7 @@ def _asks_for_v1(request: web.Request) -> bool:
 
 
 BEARER = "bearer"
+SIGNED_CACHE = 64
 
 
 def _security(settings: Settings) -> dict[str, Any]:
@@ -70,10 +73,29 @@ class CardView:
     def extended(self, *, strict: bool) -> dict[str, Any]:
         return self.provider.extended_for(self.base_url, strict=strict)
 
+    def extended_or_public(self, *, strict: bool) -> dict[str, Any]:
+        """The extended card when one is configured, else the public card."""
+        if self.provider.has_extended:
+            return self.extended(strict=strict)
+        return self.provider.document_for(self.base_url, strict=strict)
+
+
+def grpc_interfaces(base_url: str, port: int) -> list[Interface]:
+    """The gRPC interfaces at `host:port` (no scheme, A2A §5.2), the host taken from the base
+    URL the card is served under."""
+    host = urlsplit(base_url).hostname or "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    address = f"{shown}:{port}"
+    return [Interface("", "GRPC", "1.0", address), Interface("", "GRPC", "0.3", address)]
+
 
 class CardProvider:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        # Known once the servers are bound (port 0 means "a free one"): serve() and the gRPC
+        # binding set them.
+        self.http_port: int | None = settings.server.port or None
+        self.grpc_port: int | None = settings.server.grpc_port or None
         self._loaded = datetime.now(UTC).replace(microsecond=0)
         self._card = settings.agent_card.model_dump(
             mode="json",
@@ -81,6 +103,12 @@ class CardProvider:
             exclude_none=True,
             exclude={"max_age", "extensions", "v03_fields"},
         )
+        config = settings.agent_card.signing
+        self._keys = config.signing_keys() if config is not None else []
+        # Signed cards by (base URL, strict, extended, gRPC port): one signing per rendering,
+        # so the card (and its ETag) stays the same between requests. Bounded: the base URL
+        # comes from the Host header.
+        self._signed: dict[tuple[str, bool, bool, int | None], dict[str, Any]] = {}
         self._extensions = [
             e.model_dump(mode="json", by_alias=True, exclude_none=True)
             for e in settings.agent_card.extensions
@@ -89,6 +117,19 @@ class CardProvider:
     @property
     def required_extensions(self) -> frozenset[str]:
         return frozenset(e.uri for e in self._settings.agent_card.extensions if e.required)
+
+    @property
+    def has_extended(self) -> bool:
+        return self._settings.agent_card.extended is not None
+
+    def configured_base_url(self) -> str:
+        """The base URL without a request to take it from (gRPC calls, `a2a-wrapper card`):
+        `server.publicUrl`, else the HTTP address the daemon is bound to."""
+        server = self._settings.server
+        if server.public_url:
+            return server.public_url.rstrip("/")
+        host = f"[{server.host}]" if ":" in server.host else server.host
+        return f"http://{host}:{self.http_port or server.port}"
 
     def base_url(self, request: web.Request) -> str:
         server = self._settings.server
@@ -112,11 +153,26 @@ class CardProvider:
     def document_for(
         self, base_url: str, *, strict: bool, card: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """The card as served at `base_url` (also what `a2a-wrapper card` shows)."""
+        """The card as served at `base_url` (also what `a2a-wrapper card` shows), signed when
+        `agentCard.signing` is set."""
+        if not self._keys:
+            return self._unsigned(base_url, strict=strict, card=card)
+        key = (base_url, strict, card is not None, self.grpc_port)
+        found = self._signed.get(key)
+        if found is None:
+            if len(self._signed) >= SIGNED_CACHE:
+                self._signed.clear()
+            doc = self._unsigned(base_url, strict=strict, card=card)
+            found = self._signed[key] = signing.signed(doc, self._keys)
+        return found
+
+    def _unsigned(
+        self, base_url: str, *, strict: bool, card: dict[str, Any] | None
+    ) -> dict[str, Any]:
         doc = card_document(
             card or self._card,
             base_url,
-            INTERFACES,
+            INTERFACES + (grpc_interfaces(base_url, self.grpc_port) if self.grpc_port else []),
             v03_fields=not strict,
             streaming=True,
             push_notifications=self._settings.push.enabled,

@@ -7,6 +7,8 @@ from aiohttp import web
 from core.wire.errors import ExtensionSupportRequiredError
 from core.wire.versions import Version, parse_version
 
+EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
+
 
 def request_version(request: web.Request) -> Version:
     """Header first (case-insensitive), then the `A2A-Version` query parameter (§3.6)."""
@@ -16,16 +18,16 @@ def request_version(request: web.Request) -> Version:
     return parse_version(value)
 
 
-def requested_extensions(request: web.Request) -> frozenset[str]:
-    uris: set[str] = set()
-    for name in ("A2A-Extensions", "X-A2A-Extensions"):
-        for value in request.headers.getall(name, []):
-            uris.update(u.strip() for u in value.split(",") if u.strip())
-    return frozenset(uris)
-
-
 def check_extensions(request: web.Request, required: frozenset[str]) -> None:
-    missing = sorted(required - requested_extensions(request))
+    values = [v for name in EXTENSION_HEADERS for v in request.headers.getall(name, [])]
+    check_extension_values(values, required)
+
+
+def check_extension_values(values: list[str], required: frozenset[str]) -> None:
+    """ExtensionSupportRequired unless the header (or gRPC metadata) values, each a
+    comma-separated list of URIs, name every required extension."""
+    requested = {uri.strip() for value in values for uri in value.split(",") if uri.strip()}
+    missing = sorted(required - requested)
     if missing:
         raise ExtensionSupportRequiredError(
             f"This agent requires extension(s): {', '.join(missing)}",

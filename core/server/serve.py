@@ -14,6 +14,7 @@ from aiohttp import web
 from core.instance.guard import guarded
 from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
+from core.server.keys import CARD
 from core.server.ratelog import LogSummary
 from core.settings import Settings
 from core.settings_server import ServerSettings
@@ -106,7 +107,11 @@ async def _serve(
         port = runner.addresses[0][1] if runner.addresses else settings.server.port
         host = settings.server.host
         shown = f"[{host}]" if ":" in host else host
+        card = runner.app[CARD]
+        card.http_port = port
         on_listening(f"http://{shown}:{port}")
+        if card.grpc_port is not None and settings.server.grpc_port is not None:
+            on_listening(f"grpc://{shown}:{card.grpc_port}")
         await stop.wait()
     finally:
         await runner.cleanup()

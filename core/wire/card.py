@@ -18,9 +18,13 @@ REST_PATH = "/a2a/rest"
 
 @dataclass(frozen=True)
 class Interface:
+    """`path` is appended to the base URL; an `address` (gRPC's `host:port`, no scheme) is
+    used as it is."""
+
     path: str
     binding: str
     version: str
+    address: str | None = None
 
 
 def card_document(
@@ -37,7 +41,11 @@ def card_document(
     """`card` holds name, description, version, skills, modes, provider, urls (camelCase)."""
     base = base_url.rstrip("/")
     supported = [
-        {"url": base + i.path, "protocolBinding": i.binding, "protocolVersion": i.version}
+        {
+            "url": i.address or base + i.path,
+            "protocolBinding": i.binding,
+            "protocolVersion": i.version,
+        }
         for i in interfaces
     ]
     doc: dict[str, Any] = {
@@ -65,10 +73,16 @@ def card_document(
         doc["preferredTransport"] = first["protocolBinding"]
         doc["protocolVersion"] = "0.3.0"
         doc["additionalInterfaces"] = [
-            {"url": s["url"], "transport": s["protocolBinding"]} for s in rest
+            {"url": _v03_url(s["url"]), "transport": s["protocolBinding"]} for s in rest
         ]
         doc["supportsAuthenticatedExtendedCard"] = extended_card
     return doc
+
+
+def _v03_url(url: str) -> str:
+    """v0.3 interface URLs are http(s) URLs, gRPC's too (its clients take host:port from it);
+    v1.0 writes a gRPC interface as a bare `host:port`."""
+    return url if "://" in url else f"http://{url}"
 
 
 def etag(doc: dict[str, Any]) -> str:

@@ -6,10 +6,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, BaseClient, Client, ClientConfig
-from a2a.client.transports import JsonRpcTransport, RestTransport
+from a2a.client.transports import GrpcTransport, JsonRpcTransport, RestTransport
+from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
 from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
 from a2a.compat.v0_3.rest_transport import CompatRestTransport
 from a2a.types import AgentCard, Message, Part, Role, StreamResponse
@@ -20,14 +22,16 @@ from core.tasks.store import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend
 
-MODES = ["v10-jsonrpc", "v10-rest", "v03-jsonrpc", "v03-rest"]
+MODES = ["v10-jsonrpc", "v10-rest", "v10-grpc", "v03-jsonrpc", "v03-rest", "v03-grpc"]
 TRANSPORTS: dict[str, Any] = {
     "v10-jsonrpc": JsonRpcTransport,
     "v10-rest": RestTransport,
+    "v10-grpc": GrpcTransport,
     "v03-jsonrpc": CompatJsonRpcTransport,
     "v03-rest": CompatRestTransport,
+    "v03-grpc": CompatGrpcTransport,
 }
-BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON"}
+BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON", "grpc": "GRPC"}
 
 MakeSdk = Callable[..., Awaitable[Client]]
 
@@ -50,7 +54,9 @@ async def collect(events: AsyncIterator[StreamResponse]) -> list[StreamResponse]
 async def base_url(
     aiohttp_server: Callable[..., Awaitable[TestServer]], backend: ScriptedBackend
 ) -> str:
-    app = create_app(make_settings(), backend=backend, store=InMemoryTaskStore())
+    # gRPC on a free port: the card lists it, so every mode finds its interface there.
+    settings = make_settings(server={"grpcPort": 0})
+    app = create_app(settings, backend=backend, store=InMemoryTaskStore())
     server = await aiohttp_server(app)
     return str(server.make_url("")).rstrip("/")
 
@@ -82,6 +88,11 @@ def sdk(card: AgentCard, mode: str) -> MakeSdk:
             for i in card.supported_interfaces
             if i.protocol_binding == binding and i.protocol_version.startswith(want)
         )
+        if binding == "GRPC":
+            # The gRPC transports send `a2a-version` metadata themselves.
+            channel = grpc.aio.insecure_channel(iface.url)
+            config = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding])
+            return BaseClient(card, config, TRANSPORTS[mode](channel, card), [])
         # A fresh httpx client per SDK client: the v1.0 transports need the version header set.
         http = httpx.AsyncClient(timeout=30, headers={"A2A-Version": want})
         transport = TRANSPORTS[mode](http, card, iface.url)

@@ -89,7 +89,8 @@ async def test_get_with_history_length(sdk: MakeSdk) -> None:
         assert len(full.history) == 3
 
 
-@pytest.mark.parametrize("mode", ["v10-jsonrpc", "v10-rest"])  # ListTasks is new in v1.0
+# ListTasks is new in v1.0.
+@pytest.mark.parametrize("mode", ["v10-jsonrpc", "v10-rest", "v10-grpc"])
 async def test_list(sdk: MakeSdk) -> None:
     async with await sdk(streaming=False) as client:
         for n in range(3):

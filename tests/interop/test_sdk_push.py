@@ -29,7 +29,10 @@ from tests.support.webhook import Webhook, serve_webhook
 async def base_url(
     aiohttp_server: Callable[..., Awaitable[TestServer]], backend: ScriptedBackend
 ) -> str:
-    settings = make_settings(push={"enabled": True, "allowPrivateTargets": True, "backoff": 1})
+    settings = make_settings(
+        push={"enabled": True, "allowPrivateTargets": True, "backoff": 1},
+        server={"grpcPort": 0},
+    )
     server = await aiohttp_server(create_app(settings, backend=backend, store=InMemoryTaskStore()))
     return str(server.make_url("")).rstrip("/")
 

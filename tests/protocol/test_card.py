@@ -33,6 +33,19 @@ async def test_card_for_both_generations(client: Client) -> None:
     assert card["skills"][0]["id"] == "echo"
 
 
+async def test_card_lists_the_grpc_interfaces_once_bound(make_client: MakeClient) -> None:
+    client = await make_client(make_settings(server={"grpcPort": 0}))
+    card: dict[str, Any] = await (await client.get(CARD)).json()
+    grpc = [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert [i["protocolVersion"] for i in grpc] == ["1.0", "0.3"]
+    address = grpc[0]["url"]
+    host, _, port = address.rpartition(":")
+    assert (host, grpc[1]["url"]) == (client.host, address)  # host:port, no scheme (A2A §5.2)
+    assert int(port) > 0  # the port actually bound, not the configured 0
+    # v0.3 interface URLs are http(s) URLs; v0.3 clients take host:port from it.
+    assert card["additionalInterfaces"][-1] == {"url": f"http://{address}", "transport": "GRPC"}
+
+
 async def test_v1_request_or_setting_gets_strict_card(
     client: Client, make_client: MakeClient
 ) -> None:
