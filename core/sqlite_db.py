@@ -28,6 +28,7 @@ import anyio.to_thread
 import structlog
 from pydantic import ValidationError
 
+from core.latch import Latch
 from core.queued import Queued
 
 log = structlog.get_logger(__name__)
@@ -42,7 +43,7 @@ T = TypeVar("T")
 @dataclass(eq=False)
 class _Call:
     fn: Callable[[sqlite3.Connection], Any]
-    wake: anyio.Event = field(default_factory=anyio.Event)
+    wake: Latch = field(default_factory=Latch)
     finished: bool = False
     value: Any = None
     error: BaseException | None = None

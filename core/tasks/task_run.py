@@ -28,10 +28,10 @@ import structlog
 from pydantic import JsonValue
 
 from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
+from core.latch import Latch
 from core.queued import Queued
 from core.tasks.broker import Subscription, TaskBroker
 from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.latch import Latch
 from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
 from core.tasks.store import TaskStore
 from core.tasks.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection

@@ -1,8 +1,8 @@
-"""A one-way flag that can be awaited: a run's `settled` and `finished`.
+"""A one-way flag that can be awaited: a run's `settled` and `finished`, a store call's wake.
 
-A run makes two of these per turn and most are never awaited (nobody waits for `finished`
-unless cancelling; `settled` only under a blocking send), so the anyio Event behind one is
-made only when someone waits on it while it is not set yet.
+Most are never awaited (nobody waits for a run's `finished` unless cancelling, `settled` only
+under a blocking send, a store call's wake only when another call leads its batch), so the
+anyio Event behind one is made only when someone waits on it while it is not set yet.
 """
 
 from __future__ import annotations
