@@ -139,10 +139,12 @@ class AntigravityBackend(BackendBase):
                 if isinstance(item, ApprovalRequest):
                     yield item  # the engine waits for the caller's answer, then reads on
                 elif isinstance(item, TurnEnd):
+                    if not session.alive:
+                        # The SDK reports a lost harness as a connection error: say what it is.
+                        yield Failed("error", EXITED)
+                        return
                     for event in mapper.finish(item.error, item.usage):
                         yield event
-                    if not session.alive:
-                        yield Failed("error", EXITED)
                     return
                 else:
                     for event in mapper.feed(item):
@@ -154,7 +156,8 @@ class AntigravityBackend(BackendBase):
 
     async def _send(self, session: Session, active: ActiveTurn) -> Failed | None:
         if self._tg is None:
-            raise BackendUnavailableError("the Antigravity backend is not serving")
+            active.done.set()
+            return Failed("unavailable", "The Antigravity backend is shutting down.")
         # Shielded: once the harness has the message, the reader must be running, or an
         # interrupt could not know when the turn ended.
         with anyio.CancelScope(shield=True):
