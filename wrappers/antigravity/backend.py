@@ -61,7 +61,6 @@ class AntigravityBackend(BackendBase):
         )
         self._tasks: dict[str, Session] = {}
         self._tg: TaskGroup | None = None
-        self._lock = anyio.Lock()
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -125,11 +124,11 @@ class AntigravityBackend(BackendBase):
                 exc=exc,
             )
             return
-        yield SessionBound(session.conversation_id)
         active = ActiveTurn(turn)
         session.turn = active
         self._tasks[turn.task_id] = session
         try:
+            yield SessionBound(session.conversation_id)
             failure = await self._send(session, active)
             if failure is not None:
                 yield failure
@@ -150,9 +149,11 @@ class AntigravityBackend(BackendBase):
                     for event in mapper.feed(item):
                         yield event
         finally:
-            # A turn cut short stays registered until `interrupt` has stopped it.
-            if active.done.is_set() or not session.alive:
-                await self._end(turn.task_id, session)
+            # A turn cut short once the harness has it stays registered until `interrupt`
+            # has stopped it.
+            if active.done.is_set() or not active.sent or not session.alive:
+                with anyio.CancelScope(shield=True):
+                    await self._end(turn.task_id, session)
 
     async def _send(self, session: Session, active: ActiveTurn) -> Failed | None:
         if self._tg is None:
@@ -173,6 +174,7 @@ class AntigravityBackend(BackendBase):
                     event="antigravity.send_failed",
                     exc=exc,
                 )
+            active.sent = True
             self._tg.start_soon(self._read_steps, session, active)
         return None
 
@@ -198,21 +200,25 @@ class AntigravityBackend(BackendBase):
             active.send(TurnEnd(None if active.halted else error, usage))
 
     async def _acquire(self, session_id: str | None) -> Session:
-        async with self._lock:
-            if session_id is not None:
+        # No lock: the engine runs one turn of a context at a time, and a new conversation
+        # gets a fresh id, so no two turns ever open or take the same entry.
+        if session_id is not None:
+            session = self._pool.take(session_id)
+            if session is not None and (stale := session.turn) is not None:
+                # A turn cut short without an interrupt: stop it, then take the agent again.
+                await self._halt(session)
+                await self._end(stale.turn.task_id, session)
                 session = self._pool.take(session_id)
-                if session is not None and session.alive:
-                    if session.turn is not None:  # a turn cut short without an interrupt
-                        await self._halt(session)
-                    return session
-                if session is not None:
-                    self._pool.remove(session_id)
-                    await session.close()
-            with anyio.CancelScope(shield=True):
-                opened = await self._open(session_id or uuid.uuid4().hex)
-                # Beyond maxWarm: close the least recently used idle agents now.
-                await self._close_all(self._pool.add(opened.conversation_id, opened))
-            return opened
+            if session is not None and session.alive:
+                return session
+            if session is not None:
+                self._pool.remove(session_id)
+                await session.close()
+        with anyio.CancelScope(shield=True):
+            opened = await self._open(session_id or uuid.uuid4().hex)
+            # Beyond maxWarm: close the least recently used idle agents now.
+            await self._close_all(self._pool.add(opened.conversation_id, opened))
+        return opened
 
     async def _open(self, conversation_id: str) -> Session:
         holder: list[Session] = []
@@ -239,7 +245,7 @@ class AntigravityBackend(BackendBase):
         """Tell the harness to stop the running turn (it ends its model request and kills its
         command) and wait for the turn to end; kill the agent when it does not in HALT_GRACE."""
         active = session.turn
-        if active is None or active.done.is_set():
+        if active is None or not active.sent or active.done.is_set():
             return
         active.halted = True
         try:

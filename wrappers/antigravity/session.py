@@ -9,6 +9,7 @@ which runs in the SDK's own tasks while the harness waits for it. `run_turn` rea
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -42,6 +43,8 @@ Item = Any  # a google.antigravity Step | ApprovalRequest | TurnEnd
 @dataclass(eq=False)
 class ActiveTurn:
     turn: Turn
+    sent: bool = False
+    """The harness has the turn's message (so there is a turn to halt)."""
     halted: bool = False
     """`interrupt` stopped it (the harness was told to halt)."""
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -50,10 +53,12 @@ class ActiveTurn:
     receive: MemoryObjectReceiveStream[Item] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._send, self.receive = anyio.create_memory_object_stream[Item](1024)
+        # Unbounded: the reader must never wait on the consumer (a full buffer would stall the
+        # SDK's step queue); a turn's steps are what the harness sent, held until read.
+        self._send, self.receive = anyio.create_memory_object_stream[Item](math.inf)
 
     def send(self, item: Item) -> None:
-        """Put an item on the turn's stream (never blocks; one turn's items are few)."""
+        """Put an item on the turn's stream (never blocks; dropped once the turn is over)."""
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._send.send_nowait(item)
 

@@ -34,6 +34,7 @@ Usage:
         request = await mock.wait_for_request(lambda r: "greet me" in r.last_user_text)
         assert request.roles == ["system", "user"]
 
+A scripted `Say` streams one word every 15 ms (`SAY_CHUNK_DELAY`), as a model does over time.
 Streamed replies end with a `finish_reason` chunk, then a usage chunk (token counts are word
 counts, never zero), then `data: [DONE]`.
 """
@@ -55,6 +56,9 @@ from aiohttp import web
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "mock-model"
+# A scripted `Say` streams over time, as a model does: an agent that forwards what it has read
+# so far (Antigravity's runtime does, when loaded) would otherwise get the words all at once.
+SAY_CHUNK_DELAY = 0.015
 
 _SECRET_SET = re.compile(r"secret word(?: is|:|=)\s*[\"']?([A-Za-z0-9_-]+)", re.I)
 _SECRET_ASK = re.compile(r"(what|which|tell me|repeat)[^.?!]*secret word", re.I)
@@ -533,7 +537,7 @@ def reply_for(step: Step, request: ChatRequest) -> Reply:
     Copilot with `create`; both run commands with `bash`; Antigravity has its own names)."""
     match step:
         case Say(text):
-            return TextReply(text)
+            return TextReply(text, chunk_delay=SAY_CHUNK_DELAY)
         case Shell(command):
             return _shell(command, request)
         case WriteFile(path, content):
