@@ -42,6 +42,8 @@ class StepMapper:
     calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     ended: set[str] = field(default_factory=set)
     error: str | None = None
+    text_step: str | None = None
+    """The step whose text came last."""
 
     def feed(self, step: Any) -> list[BackendEvent]:
         if step.source == types.StepSource.USER:
@@ -55,7 +57,10 @@ class StepMapper:
             return []  # subagents' own replies are theirs; their tool calls show above
         events: list[BackendEvent] = []
         if step.content_delta:
-            events.append(TextDelta(step.content_delta))
+            # The text of two model replies in one turn (around a tool call) is two paragraphs.
+            gap = "\n\n" if self.text_step not in (None, step.id) else ""
+            self.text_step = step.id
+            events.append(TextDelta(gap + step.content_delta))
         if step.status == types.StepStatus.DONE and step.thinking:
             events.append(Reasoning(step.thinking))
         if step.is_complete_response and step.status == types.StepStatus.DONE:

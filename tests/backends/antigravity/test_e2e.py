@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.support.mock_models.model import MockModel
 from tests.support.mock_models.steps import Hang, Say, WriteFile
 from tests.support.orphans import await_gone
 
+REPO = Path(__file__).resolve().parents[3]
 TARGET = next(t for t in TARGETS if t.name == "antigravity")
 COMPLETED = "TASK_STATE_COMPLETED"
 Serve = Callable[..., Agent]
@@ -157,3 +159,16 @@ def test_the_resume_command_names_the_state_whose_block_holds_no_secret(
     }
     assert "env" not in left
     assert "t0ken" not in json.dumps(left)
+
+
+def test_an_mcp_server_of_the_block_serves_the_runtimes_mcp_call(
+    serve: Serve, model: MockModel
+) -> None:
+    calc = {"type": "stdio", "command": sys.executable, "args": ["-m", "tests.support.mcp_calc"]}
+    agent = serve(block={"mcpServers": {"calc": {**calc, "env": {"PYTHONPATH": str(REPO)}}}})
+    call = {"ServerName": "calc", "ToolName": "add", "Arguments": {"a": 2, "b": 3}}
+
+    task = agent.send(f"MOCK_TOOL call_mcp_tool {json.dumps(call)}", context())
+
+    assert state(task) == COMPLETED, task
+    assert "sum=5" in model.requests[-1].tool_outputs()[-1]

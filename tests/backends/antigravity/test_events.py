@@ -123,3 +123,14 @@ def test_usage_is_reported_once_at_the_end() -> None:
 
     assert StepMapper(model="m").finish(None, usage) == [Usage(1074, 16, model="m")]
     assert StepMapper().finish(None, types.UsageMetadata()) == []
+
+
+def test_the_text_of_two_replies_in_one_turn_is_two_paragraphs() -> None:
+    mapper = StepMapper()
+    events = [
+        e for name in ("text_turn", "command_turn") for s in steps(name) for e in mapper.feed(s)
+    ]
+
+    first = [s for s in steps("text_turn") if s.is_complete_response][-1].content
+    second = [s for s in steps("command_turn") if s.is_complete_response][-1].content
+    assert text(events) == f"{first}\n\n{second}"
