@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot]"
+	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity]"
 	touch $(STAMP)
 
 $(TOOLS_STAMP): Makefile

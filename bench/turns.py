@@ -30,7 +30,7 @@ from typing import Any
 from bench import proc
 from bench.protocol import post
 
-BACKENDS = ("claude", "codex", "opencode", "copilot")
+BACKENDS = ("claude", "codex", "opencode", "copilot", "antigravity")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "codex": "wrappers.codex:SPEC",
     "opencode": "wrappers.opencode:SPEC",
     "copilot": "wrappers.copilot:SPEC",
+    "antigravity": "wrappers.antigravity:SPEC",
 }
 ENTRY_POINT_GROUP = "a2a_wrapper.backends"
 

@@ -108,7 +108,13 @@ def test_every_committed_config_passes_check(
     # 1 = valid config, but a check failed (here: no credentials in the environment).
     results = {c.name: main(["check", str(c)]) for c in configs}
 
-    assert sorted(results) == ["claude.json", "codex.json", "copilot.json", "opencode.json"]
+    assert sorted(results) == [
+        "antigravity.json",
+        "claude.json",
+        "codex.json",
+        "copilot.json",
+        "opencode.json",
+    ]
     assert all(code in (0, 1) for code in results.values()), capsys.readouterr().err
     assert "agent card:" in capsys.readouterr().out
 

@@ -95,6 +95,21 @@ def with_marker(env: Mapping[str, str] | None) -> dict[str, str] | None:
     return {**env, procfs.MARKER_VARIABLE: marker}
 
 
+def guarded_command(
+    argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """`argv` behind the parent-death launcher (Linux, where `setpriv` exists; else as it is).
+    For an SDK that starts the agent itself with `subprocess.Popen`: give it this command, the
+    environment `with_marker(env)`, `start_new_session=True`, and `track()` the pid."""
+    command = list(argv)
+    launcher = _setpriv()
+    if launcher is not None and command:
+        # setpriv sets PR_SET_PDEATHSIG, then execs: same pid, nothing left in between.
+        executable = _executable(command[0], cwd, env)
+        command = [launcher, "--pdeathsig", "KILL", "--", executable, *command[1:]]
+    return command
+
+
 async def spawn(
     argv: Sequence[str],
     *,
@@ -104,12 +119,7 @@ async def spawn(
     """Start `argv` (no shell) as the leader of a new process group, so stopping it also
     stops whatever it started. It is SIGKILLed if the daemon dies (Linux), carries the
     instance marker, and is recorded before this returns."""
-    command = list(argv)
-    launcher = _setpriv()
-    if launcher is not None and command:
-        # setpriv sets PR_SET_PDEATHSIG, then execs: same pid, nothing left in between.
-        executable = _executable(command[0], cwd, env)
-        command = [launcher, "--pdeathsig", "KILL", "--", executable, *command[1:]]
+    command = guarded_command(argv, cwd=cwd, env=env)
     _spawning[0] += 1
     try:
         process = await anyio.open_process(

@@ -214,6 +214,38 @@ TARGETS: list[BackendTarget] = [
 ]
 
 
+def _antigravity_block(url: str, places: Places) -> dict[str, Any]:
+    return {
+        "workingDirectory": str(places.work),
+        "home": str(places.root / "antigravity-home"),
+        "model": CHAT_MODEL,
+        "endpoint": {"kind": "openai", "baseUrl": url},
+        "env": {"HOME": str(_home(places))},
+    }
+
+
+def _antigravity_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in {places.work}"
+    assert question["detail"]["command"] == command
+    assert question["detail"]["cwd"] == str(places.work)
+
+
+TARGETS.append(
+    BackendTarget(
+        name="antigravity",
+        resume="--conversation {}",
+        mock="openai_chat",
+        block=_antigravity_block,
+        shell_tool="run_command",
+        approval_command=_echo,
+        # antigravity.commands is "ask" by default: every command is the caller's to approve.
+        marker_outside=False,
+        check_question=_antigravity_question,
+        runs_shell={"commands": "allow"},
+    )
+)
+
+
 def add_target(target: BackendTarget) -> None:
     """Run the contract suite against one more backend too (call before collection)."""
     TARGETS.append(target)

@@ -34,6 +34,7 @@ Usage:
         request = await mock.wait_for_request(lambda r: "greet me" in r.last_user_text)
         assert request.roles == ["system", "user"]
 
+A scripted `Say` streams one word every 15 ms (`SAY_CHUNK_DELAY`), as a model does over time.
 Streamed replies end with a `finish_reason` chunk, then a usage chunk (token counts are word
 counts, never zero), then `data: [DONE]`.
 """
@@ -55,6 +56,9 @@ from aiohttp import web
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "mock-model"
+# A scripted `Say` streams over time, as a model does: an agent that forwards what it has read
+# so far (Antigravity's runtime does, when loaded) would otherwise get the words all at once.
+SAY_CHUNK_DELAY = 0.015
 
 _SECRET_SET = re.compile(r"secret word(?: is|:|=)\s*[\"']?([A-Za-z0-9_-]+)", re.I)
 _SECRET_ASK = re.compile(r"(what|which|tell me|repeat)[^.?!]*secret word", re.I)
@@ -63,6 +67,8 @@ _ERROR = re.compile(r"MOCK_ERROR\s+([0-9]{3})")
 _SLOW = re.compile(r"MOCK_SLOW\s+([0-9.]+)")
 _STALL = "MOCK_STALL"
 _TITLE = re.compile(r"\btitle\b", re.I)
+_COMMAND_DIRECTORY = re.compile(r"Command Working Directory: (\S+)")
+_USER_REQUEST = re.compile(r"<USER_REQUEST>\n?(.*?)\n?</USER_REQUEST>", re.S)
 
 
 # ----- replies ---------------------------------------------------------------------------------
@@ -178,8 +184,10 @@ class ChatRequest:
         return self.headers.get("authorization")
 
     def texts(self, role: str) -> list[str]:
-        """The text of every message with `role`, in order."""
-        return [content_text(m.get("content")) for m in self.messages if m.get("role") == role]
+        """The text of every message with `role`, in order (a user's text out of the envelope
+        some agents wrap it in, Antigravity's `<USER_REQUEST>`)."""
+        texts = [content_text(m.get("content")) for m in self.messages if m.get("role") == role]
+        return [_unwrapped(t) for t in texts] if role == "user" else texts
 
     @property
     def system_text(self) -> str:
@@ -526,21 +534,45 @@ class OpenAIChatMock:
 
 def reply_for(step: Step, request: ChatRequest) -> Reply:
     """A neutral step in the terms of the tools `request` offers (OpenCode writes with `write`,
-    Copilot with `create`; both run commands with `bash`)."""
+    Copilot with `create`; both run commands with `bash`; Antigravity has its own names)."""
     match step:
         case Say(text):
-            return TextReply(text)
+            return TextReply(text, chunk_delay=SAY_CHUNK_DELAY)
         case Shell(command):
-            return ToolCallReply("bash", {"command": command, "description": "run it"})
-        case WriteFile(path, content) if "write" in request.tool_names:
-            return ToolCallReply("write", {"filePath": path, "content": content})
+            return _shell(command, request)
         case WriteFile(path, content):
-            return ToolCallReply("create", {"path": path, "file_text": content})
+            return _write(path, content, request)
         case Upstream(status, message):
             # Retry at once: clients honour these, so a retried error stays fast.
             return ErrorReply(status, message, headers={"retry-after": "0", "retry-after-ms": "10"})
         case Hang():
             return StallReply(before="Thinking ")
+
+
+def _shell(command: str, request: ChatRequest) -> ToolCallReply:
+    if "run_command" in request.tool_names:  # Antigravity: it needs the directory too
+        return ToolCallReply("run_command", {"CommandLine": command, "Cwd": _cwd(request)})
+    return ToolCallReply("bash", {"command": command, "description": "run it"})
+
+
+def _write(path: str, content: str, request: ChatRequest) -> ToolCallReply:
+    if "write_to_file" in request.tool_names:  # Antigravity: Overwrite is required
+        arguments = {"TargetFile": path, "CodeContent": content, "Overwrite": True}
+        return ToolCallReply("write_to_file", {**arguments, "Description": "write it"})
+    if "write" in request.tool_names:
+        return ToolCallReply("write", {"filePath": path, "content": content})
+    return ToolCallReply("create", {"path": path, "file_text": content})
+
+
+def _cwd(request: ChatRequest) -> str:
+    """The command directory Antigravity names in its system prompt (its shell tool needs one)."""
+    found = _COMMAND_DIRECTORY.search(request.system_text)
+    return found.group(1) if found else "."
+
+
+def _unwrapped(text: str) -> str:
+    found = _USER_REQUEST.search(text)
+    return found.group(1) if found else text
 
 
 def _reply_text(reply: Reply) -> str:
