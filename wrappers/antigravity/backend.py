@@ -138,7 +138,7 @@ class AntigravityBackend(BackendBase):
                 if isinstance(item, ApprovalRequest):
                     yield item  # the engine waits for the caller's answer, then reads on
                 elif isinstance(item, TurnEnd):
-                    if not session.alive:
+                    if not session.alive or (item.error is not None and await session.lost()):
                         # The SDK reports a lost harness as a connection error: say what it is.
                         yield Failed("error", EXITED)
                         return

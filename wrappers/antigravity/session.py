@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -90,6 +91,19 @@ class Session:
     def alive(self) -> bool:
         harness = self.harness
         return not self.closed and harness is not None and harness.poll() is None
+
+    async def lost(self, within: float = 2.0) -> bool:
+        """Whether the harness is gone, waiting up to `within` s for its exit to show: its
+        socket closes as it dies, before the kernel reports the exit to `poll()`, so the SDK
+        can see the lost connection first (under load, by tens of milliseconds)."""
+        harness = self.harness
+        if self.closed or harness is None:
+            return True
+        try:
+            await anyio.to_thread.run_sync(harness.wait, within)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     async def close(self) -> None:
         """Disconnect the SDK (the harness exits when its stdin closes), then make sure the
