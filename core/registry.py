@@ -30,6 +30,10 @@ BUILTIN: dict[str, str] = {
     "codex": "wrappers.codex:SPEC",
     "opencode": "wrappers.opencode:SPEC",
     "copilot": "wrappers.copilot:SPEC",
+    "acp": "wrappers.acp:SPEC",
+    "gemini": "wrappers.acp:GEMINI_SPEC",
+    "opencode-acp": "wrappers.acp:OPENCODE_SPEC",
+    "copilot-acp": "wrappers.acp:COPILOT_SPEC",
 }
 ENTRY_POINT_GROUP = "a2a_wrapper.backends"
 
