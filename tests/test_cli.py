@@ -108,12 +108,18 @@ def test_every_committed_config_passes_check(
     # 1 = valid config, but a check failed (here: no credentials in the environment).
     results = {c.name: main(["check", str(c)]) for c in configs}
 
-    assert sorted(results) == ["claude.json", "codex.json", "copilot.json", "opencode.json"]
+    assert sorted(results) == [
+        "claude.json",
+        "codex.json",
+        "copilot.json",
+        "gemini.json",
+        "opencode.json",
+    ]
     assert all(code in (0, 1) for code in results.values()), capsys.readouterr().err
     assert "agent card:" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("backend", ["claude", "codex", "opencode", "copilot"])
+@pytest.mark.parametrize("backend", ["claude", "codex", "opencode", "copilot", "gemini"])
 def test_check_fails_on_a_missing_working_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
 ) -> None:

@@ -350,17 +350,9 @@ class TaskRun:
         self._task = self._task.model_copy(update={"metadata": metadata})
 
     def bind_session(self, session_id: str, resume_command: str | None) -> None:
-        """The backend named the session serving the task (and how to open it). Another id
-        than the one the turn resumed means the agent could not continue that session: the
-        task says it is a new one."""
-        resumed = self._section.session_id
-        new_session = self._section.new_session or (resumed is not None and resumed != session_id)
-        self._set_section(
-            leased=True,
-            session_id=session_id,
-            resume_command=resume_command or None,
-            new_session=new_session,
-        )
+        """The backend named the session serving the task (WrapperSection.bound)."""
+        self._section = self._section.bound(session_id, resume_command)
+        self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
         self._set_section(

@@ -5,7 +5,7 @@ Modules: `config` (the blocks), `presets` (how each named agent is found and sta
 `agent` (the process and the `acp` library's connection over its stdio), `client` (what the
 agent calls back: updates, permissions, files), `terminals` (`terminal/*`), `approvals`
 (permission options as the daemon's decisions), `events` (updates as backend events),
-`backend` (the `Backend` itself).
+`prompt` (the prompt's blocks and what its response means), `backend` (the `Backend`).
 """
 
 from __future__ import annotations

@@ -131,10 +131,12 @@ async def start_agent(
     env: Mapping[str, str],
     client: DaemonClient,
     tasks: TaskGroup,
+    file_system: bool = True,
 ) -> AgentProcess:
     """Spawn `argv`, connect, `initialize`; the stderr drain and the exit watcher run in
-    `tasks`. Raises OSError when it cannot start, RequestError / TimeoutError / ConnectionError
-    when it does not initialize (the process is stopped then)."""
+    `tasks`. `file_system`: whether the daemon offers `fs/*`. Raises OSError when it cannot
+    start, RequestError / TimeoutError / ConnectionError when it does not initialize (the
+    process is stopped then)."""
     process = await spawn(argv, cwd=cwd, env=env)
     if process.stderr is not None:
         tasks.start_soon(_drain, process.stderr, process.pid)
@@ -144,7 +146,9 @@ async def start_agent(
             info = await connection.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                    fs=FileSystemCapabilities(
+                        read_text_file=file_system, write_text_file=file_system
+                    ),
                     terminal=True,
                 ),
                 client_info=Implementation(name="a2a-wrapper", version="0"),

@@ -16,7 +16,6 @@ import math
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,8 +26,6 @@ from acp.schema import (
     HttpHeader,
     HttpMcpServer,
     McpServerStdio,
-    PromptResponse,
-    ResourceContentBlock,
     TextContentBlock,
 )
 from anyio.abc import TaskGroup, TaskStatus
@@ -39,11 +36,9 @@ from core.backend import (
     BackendEvent,
     Diagnosis,
     Failed,
-    FileContent,
     Health,
     Progress,
     SessionBound,
-    TextContent,
     Turn,
     Usage,
     safe_failure,
@@ -56,6 +51,7 @@ from wrappers.acp.client import ActiveTurn, DaemonClient
 from wrappers.acp.config import AcpConfig
 from wrappers.acp.events import TurnUpdates
 from wrappers.acp.presets import Preset
+from wrappers.acp.prompt import PromptDone, prompt_blocks, prompt_outcome
 from wrappers.acp.terminals import Terminals
 
 log = structlog.get_logger(__name__)
@@ -71,17 +67,12 @@ class WarmSession:
     always: set[tuple[str, str]] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
-class _PromptDone:
-    response: PromptResponse | None
-    error: BaseException | None
-
-
 @dataclass(eq=False)
 class _Running:
     agent: AgentProcess
     active: ActiveTurn
-    done: anyio.Event
+    receive: MemoryObjectReceiveStream[Any]
+    done: anyio.Event = field(default_factory=anyio.Event)
 
 
 class AcpBackend(BackendBase):
@@ -123,8 +114,11 @@ class AcpBackend(BackendBase):
     def _env(self) -> dict[str, str]:
         env = {**os.environ, **self._config.env}
         home = self._config.home
-        if home is not None and self._preset is not None and self._preset.home_variable:
-            env[self._preset.home_variable] = str(home.expanduser().resolve())
+        preset = self._preset
+        if home is not None and preset is not None and preset.home_variable:
+            env[preset.home_variable] = str(home.expanduser().resolve())
+        if self._config.model and preset is not None and preset.model_variable:
+            env[preset.model_variable] = self._config.model
         return env
 
     async def start(self) -> None:
@@ -136,23 +130,28 @@ class AcpBackend(BackendBase):
         self.argv()
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        failure: list[BackendUnavailableError] = []
         async with anyio.create_task_group() as tg:
-            self._tasks = tg
-            self._terminals = Terminals(tg)
-            tg.start_soon(self._pool.evict_forever, self._close_sessions)
-            # Ready once the agent answered `initialize`: a command that cannot start fails
-            # the daemon's start, and the first turn does not pay for the agent's start.
-            agent = await self._ensure_agent()
-            await self._prepare_spare(agent)
-            task_status.started()
+            self._tasks = terminals_tasks = tg
+            self._terminals = terminals = Terminals(terminals_tasks)
             try:
+                tg.start_soon(self._pool.evict_forever, self._close_sessions)
+                # Ready once the agent answered `initialize`: a command that cannot start
+                # fails the daemon's start, and the first turn does not wait for the agent.
+                agent = await self._ensure_agent()
+                await self._prepare_spare(agent)
+                task_status.started()
                 await anyio.sleep_forever()
+            except BackendUnavailableError as exc:
+                failure.append(exc)  # raised below, outside the task group
             finally:
                 self._tasks = None
                 with anyio.CancelScope(shield=True):
                     await self._stop_agent()
-                    await self._terminals.aclose()
+                    await terminals.aclose()
                 tg.cancel_scope.cancel()
+        if failure:
+            raise failure[0]
 
     async def aclose(self) -> None:
         await self._stop_agent()
@@ -196,7 +195,12 @@ class AcpBackend(BackendBase):
             client = DaemonClient(self._root, self._config.approve_kinds, self._terminals)
             try:
                 self._agent = await start_agent(
-                    self.argv(), cwd=self._root, env=self._env(), client=client, tasks=self._tasks
+                    self.argv(),
+                    cwd=self._root,
+                    env=self._env(),
+                    client=client,
+                    tasks=self._tasks,
+                    file_system=self._preset is None or self._preset.file_system,
                 )
             except OSError as exc:
                 raise BackendUnavailableError(f"the agent did not start: {exc}") from exc
@@ -246,14 +250,17 @@ class AcpBackend(BackendBase):
         with anyio.fail_after(REQUEST_TIMEOUT):
             if wanted is not None and agent.can_load:
                 try:
-                    await connection.load_session(cwd=cwd, session_id=wanted, mcp_servers=mcp)
+                    loaded = await connection.load_session(
+                        cwd=cwd, session_id=wanted, mcp_servers=mcp
+                    )
                 except RequestError as exc:
                     log.warning("acp.load_failed", session_id=wanted, error=str(exc))
                     reason = (
                         "The agent could not load the earlier session; this turn starts a new one."
                     )
                 else:
-                    return await self._warm(agent, wanted), None
+                    options = loaded.config_options if loaded is not None else None
+                    return await self._warm(agent, wanted, options), None
             elif wanted is not None:
                 reason = (
                     f"{agent.version} cannot load an earlier session (it does not offer "
@@ -264,7 +271,7 @@ class AcpBackend(BackendBase):
                 self._refill_spare(agent)
                 return self._pooled(agent, spare[1]), reason
             created = await connection.new_session(cwd=cwd, mcp_servers=mcp)
-        return await self._warm(agent, created.session_id), reason
+        return await self._warm(agent, created.session_id, created.config_options), reason
 
     async def _prepare_spare(self, agent: AgentProcess) -> None:
         try:
@@ -272,7 +279,7 @@ class AcpBackend(BackendBase):
                 created = await agent.connection.new_session(
                     cwd=str(self._root), mcp_servers=self._mcp_servers(agent)
                 )
-                await self._set_mode(agent, created.session_id)
+                await self._configure(agent, created.session_id, created.config_options)
         except (RequestError, TimeoutError, ConnectionError) as exc:
             log.warning("acp.spare_session_failed", error=str(exc))
             return
@@ -283,16 +290,26 @@ class AcpBackend(BackendBase):
         if self._tasks is not None:
             self._tasks.start_soon(self._prepare_spare, agent)
 
-    async def _warm(self, agent: AgentProcess, session_id: str) -> WarmSession:
-        await self._set_mode(agent, session_id)
+    async def _warm(self, agent: AgentProcess, session_id: str, options: Any) -> WarmSession:
+        await self._configure(agent, session_id, options)
         return self._pooled(agent, session_id)
 
-    async def _set_mode(self, agent: AgentProcess, session_id: str) -> None:
-        if self._config.session_mode:
-            with anyio.fail_after(REQUEST_TIMEOUT):
-                await agent.connection.set_session_mode(
+    async def _configure(self, agent: AgentProcess, session_id: str, options: Any) -> None:
+        """`sessionMode`, and `model` through the session's model option when the agent
+        offers one (a preset sets its agent's model variable instead)."""
+        connection = agent.connection
+        with anyio.fail_after(REQUEST_TIMEOUT):
+            if self._config.session_mode:
+                await connection.set_session_mode(
                     session_id=session_id, mode_id=self._config.session_mode
                 )
+            model = self._config.model
+            if model and (self._preset is None or self._preset.model_variable is None):
+                for option in options or []:
+                    if getattr(option, "category", None) == "model":
+                        await connection.set_config_option(
+                            config_id=option.id, session_id=session_id, value=model
+                        )
 
     def _pooled(self, agent: AgentProcess, session_id: str) -> WarmSession:
         warm = WarmSession(session_id, agent)
@@ -334,12 +351,12 @@ class AcpBackend(BackendBase):
         active = ActiveTurn(
             warm.session_id, turn.task_id, turn.approvals == "ask", send, warm.always
         )
-        running = _Running(agent, active, anyio.Event())
+        running = _Running(agent, active, receive)
         agent.client.active[warm.session_id] = active
         self._running[turn.task_id] = running
         finished = False
         try:
-            self._prompt(running, _prompt_blocks(turn))
+            self._prompt(running, prompt_blocks(turn))
             async for event in self._events(running, receive):
                 yield event
             finished = True
@@ -356,8 +373,8 @@ class AcpBackend(BackendBase):
         async for item in receive:
             if isinstance(item, ApprovalRequest):
                 yield item
-            elif isinstance(item, _PromptDone):
-                outcome = _outcome(item, running.agent)
+            elif isinstance(item, PromptDone):
+                outcome = prompt_outcome(item, agent_alive=running.agent.alive)
                 if not isinstance(outcome, Failed) and updates.error is not None:
                     outcome = safe_failure(
                         "error",
@@ -390,9 +407,9 @@ class AcpBackend(BackendBase):
             response = await running.agent.connection.prompt(
                 session_id=active.session_id, prompt=blocks
             )
-            done = _PromptDone(response, None)
+            done = PromptDone(response, None)
         except Exception as exc:  # noqa: BLE001 - handed to the turn, which words the failure
-            done = _PromptDone(None, exc)
+            done = PromptDone(None, exc)
         running.done.set()
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             active.send.send_nowait(done)
@@ -403,6 +420,7 @@ class AcpBackend(BackendBase):
             del running.agent.client.active[active.session_id]
         self._running.pop(active.task_id, None)
         active.send.close()
+        running.receive.close()
         self._pool.release(active.session_id)
 
     async def interrupt(self, turn: Turn) -> None:
@@ -435,57 +453,3 @@ class AcpBackend(BackendBase):
         warm = self._pool.remove(session_id)
         if warm is not None:
             await self._close_sessions([warm])
-
-
-_STOPPED: dict[str, Failed] = {
-    "refusal": Failed("rejected", "The agent refused the prompt."),
-    "max_tokens": Failed("error", "The agent stopped: the model reached its output token limit."),
-    "max_turn_requests": Failed(
-        "error", "The agent stopped: it reached its limit of model requests."
-    ),
-}
-
-
-def _outcome(done: _PromptDone, agent: AgentProcess) -> Failed | Usage | None:
-    """What the prompt's response means for the turn: nothing more (it ended), its usage,
-    or why it failed."""
-    response = done.response
-    if response is None:
-        if isinstance(done.error, ConnectionError) or not agent.alive:
-            return Failed(
-                "error",
-                "The agent process exited during the turn; the next turn starts a new one.",
-            )
-        return safe_failure(
-            "error",
-            "The agent could not complete the turn.",
-            event="acp.prompt_failed",
-            exc=done.error,
-        )
-    stopped = _STOPPED.get(response.stop_reason)
-    if stopped is not None:
-        return stopped
-    usage = response.usage
-    if usage is not None:
-        return Usage(
-            input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-        )
-    return None
-
-
-def _prompt_blocks(turn: Turn) -> list[Any]:
-    blocks: list[Any] = []
-    for part in turn.parts:
-        if isinstance(part, TextContent) and part.text:
-            blocks.append(TextContentBlock(type="text", text=part.text))
-        elif isinstance(part, FileContent) and part.url:
-            name = part.name or Path(part.url).name or "file"
-            blocks.append(
-                ResourceContentBlock(
-                    type="resource_link", uri=part.url, name=name, mime_type=part.media_type
-                )
-            )
-    if not blocks:
-        blocks.append(TextContentBlock(type="text", text=turn.text or "(no text)"))
-    return blocks

@@ -28,7 +28,9 @@ class Preset:
     pinned: Callable[[], list[Path]]
     home_variable: str | None
     resume: str | None  # the terminal command, `{}` for the session id
+    model_variable: str | None = None  # what `model` sets; None: the session's model option
     notices: re.Pattern[str] | None = None  # status lines it sends as message text (events.py)
+    file_system: bool = True  # whether the daemon offers it fs/* (else it uses its own)
 
     def binary(self, cli_path: Path | None, search_path: str | None) -> Path:
         source = CliSource(f"the {self.what} binary", f"{self.name}.cliPath", self.install)
@@ -56,6 +58,11 @@ GEMINI = Preset(
     install=f"{GEMINI_NPM} (`make` puts it in .tools)",
     pinned=lambda: [PROJECT_TOOLS / "@google" / "gemini-cli" / "bundle" / "gemini.js"],
     home_variable="GEMINI_CLI_HOME",
+    model_variable="GEMINI_MODEL",
+    # Its ACP file service cannot tell a missing file from a failed read (the error it gets
+    # is not an Error object, so it never sees ENOENT): with fs/* offered, every write of a new
+    # file fails. Without it, Gemini CLI uses its own files, confined to its workspace.
+    file_system=False,
     resume="gemini --resume {}",
 )
 OPENCODE = Preset(
@@ -76,6 +83,7 @@ COPILOT = Preset(
     install=f"{COPILOT_NPM} (`make` puts it in .tools)",
     pinned=lambda: sorted(PROJECT_TOOLS.glob("@github/copilot-*/copilot")),
     home_variable="COPILOT_HOME",
+    model_variable="COPILOT_MODEL",
     resume="copilot --resume {}",
     # Its model errors arrive as text ("Error: Failed to get response from the AI model; ...
     # Last error: 500 <body>") and the prompt still ends with `end_turn`.
