@@ -112,9 +112,9 @@ class AcpBackend(BackendBase):
         return command
 
     def _env(self) -> dict[str, str]:
-        env = {**os.environ, **self._config.env}
-        home = self._config.home
         preset = self._preset
+        env = {**os.environ, **(preset.env if preset else {}), **self._config.env}
+        home = self._config.home
         if home is not None and preset is not None and preset.home_variable:
             env[preset.home_variable] = str(home.expanduser().resolve())
         if self._config.model and preset is not None and preset.model_variable:

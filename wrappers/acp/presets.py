@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.backend.base import BackendUnavailableError
@@ -31,6 +31,7 @@ class Preset:
     model_variable: str | None = None  # what `model` sets; None: the session's model option
     notices: re.Pattern[str] | None = None  # status lines it sends as message text (events.py)
     file_system: bool = True  # whether the daemon offers it fs/* (else it uses its own)
+    env: Mapping[str, str] = field(default_factory=dict)  # defaults; the block's `env` wins
 
     def binary(self, cli_path: Path | None, search_path: str | None) -> Path:
         source = CliSource(f"the {self.what} binary", f"{self.name}.cliPath", self.install)
@@ -74,6 +75,14 @@ OPENCODE = Preset(
     pinned=lambda: sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode")),
     home_variable="XDG_DATA_HOME",
     resume="opencode --session {}",
+    # As the `opencode` backend: OpenCode does not reach out on its own (a blocked fetch of
+    # the models list or of a plugin slows its first prompt by seconds).
+    env={
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "npm_config_registry": "http://127.0.0.1:9/",
+    },
 )
 COPILOT = Preset(
     name="copilot-acp",
@@ -83,6 +92,7 @@ COPILOT = Preset(
     install=f"{COPILOT_NPM} (`make` puts it in .tools)",
     pinned=lambda: sorted(PROJECT_TOOLS.glob("@github/copilot-*/copilot")),
     home_variable="COPILOT_HOME",
+    env={"COPILOT_AUTO_UPDATE": "false"},
     model_variable="COPILOT_MODEL",
     resume="copilot --resume {}",
     # Its model errors arrive as text ("Error: Failed to get response from the AI model; ...
