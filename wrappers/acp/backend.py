@@ -73,6 +73,9 @@ class _Running:
     active: ActiveTurn
     receive: MemoryObjectReceiveStream[Any]
     done: anyio.Event = field(default_factory=anyio.Event)
+    prompted: bool = False
+    # Set as the prompt is written: a cancel sent before would reach the agent first.
+    sending: anyio.Event = field(default_factory=anyio.Event)
 
 
 class AcpBackend(BackendBase):
@@ -344,9 +347,6 @@ class AcpBackend(BackendBase):
                 exc=exc,
             )
             return
-        yield SessionBound(warm.session_id)
-        if reason is not None:
-            yield Progress(reason)
         send, receive = anyio.create_memory_object_stream[Any](math.inf)
         active = ActiveTurn(
             warm.session_id, turn.task_id, turn.approvals == "ask", send, warm.always
@@ -356,14 +356,17 @@ class AcpBackend(BackendBase):
         self._running[turn.task_id] = running
         finished = False
         try:
+            yield SessionBound(warm.session_id)
+            if reason is not None:
+                yield Progress(reason)
             self._prompt(running, prompt_blocks(turn))
             async for event in self._events(running, receive):
                 yield event
             finished = True
         finally:
-            if finished or running.done.is_set():
+            if finished or running.done.is_set() or not running.prompted:
                 self._end(running)
-            # else: cut short; `interrupt` stops the agent's work, then ends it.
+            # else: cut short mid-prompt; `interrupt` stops the agent's work, then ends it.
 
     async def _events(
         self, running: _Running, receive: MemoryObjectReceiveStream[Any]
@@ -400,9 +403,11 @@ class AcpBackend(BackendBase):
         if self._tasks is None:
             raise BackendUnavailableError("the backend is not serving")
         self._tasks.start_soon(self._send_prompt, running, blocks)
+        running.prompted = True
 
     async def _send_prompt(self, running: _Running, blocks: list[Any]) -> None:
         active = running.active
+        running.sending.set()
         try:
             response = await running.agent.connection.prompt(
                 session_id=active.session_id, prompt=blocks
@@ -430,6 +435,8 @@ class AcpBackend(BackendBase):
         with anyio.CancelScope(shield=True):
             active = running.active
             active.cancelled.set()
+            with anyio.move_on_after(CANCEL_GRACE):
+                await running.sending.wait()
             if running.agent.alive and not running.done.is_set():
                 try:
                     await running.agent.connection.cancel(session_id=active.session_id)
