@@ -3,9 +3,9 @@ what the quirk tests drive when the real agents cannot show a case on demand.
 
 It offers no `session/load` (unless FAKE_ACP_LOAD=1) and answers each prompt by its first
 word: `plan` (a plan, then an edit tool call carrying a diff), `read <path>` / `write <path>`
-(the client's fs/*), `terminal` (the client's terminal/*: runs this Python printing
-"from-terminal"), `ask` (a permission request; answers with the option chosen), `hang` (until
-cancelled); anything else is echoed as "FAKE: <text>".
+(the client's fs/*), `mcp` (the MCP servers its session got), `terminal` (the client's
+terminal/*: runs this Python printing "from-terminal"), `ask` (a permission request; answers
+with the option chosen), `hang` (until cancelled); anything else is echoed as "FAKE: <text>".
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from acp import (
     update_tool_call,
 )
 from acp.interfaces import Client
-from acp.schema import AgentCapabilities, PermissionOption, ToolCallUpdate
+from acp.schema import AgentCapabilities, McpCapabilities, PermissionOption, ToolCallUpdate
 
 
 class FakeAgent:
@@ -41,6 +41,7 @@ class FakeAgent:
     def __init__(self) -> None:
         self.client: Client | None = None
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.mcp: dict[str, list[str]] = {}
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -49,11 +50,20 @@ class FakeAgent:
         load = os.environ.get("FAKE_ACP_LOAD") == "1"
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=load),
+            agent_capabilities=AgentCapabilities(
+                load_session=load, mcp_capabilities=McpCapabilities(http=True)
+            ),
         )
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id="fake-" + uuid.uuid4().hex[:8])
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        session_id = "fake-" + uuid.uuid4().hex[:8]
+        self.mcp[session_id] = [
+            f"{s.name}:{getattr(s, 'type', 'stdio')}:{getattr(s, 'command', getattr(s, 'url', ''))}"
+            for s in mcp_servers or []
+        ]
+        return NewSessionResponse(session_id=session_id)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
@@ -79,6 +89,8 @@ class FakeAgent:
         answers = {"plan": self._plan, "terminal": self._terminal, "ask": self._ask}
         if word in answers:
             return await answers[word](client, session_id)
+        if word == "mcp":
+            return "mcp: " + ", ".join(sorted(self.mcp.get(session_id, [])))
         if word == "hang":
             await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
             return None

@@ -123,6 +123,18 @@ async def test_files_are_read_and_written_inside_the_working_directory_only(
     assert not (tmp_path / "escape.txt").exists()
 
 
+async def test_mcp_servers_are_passed_to_the_session(app: App) -> None:
+    servers = {
+        "calc": {"type": "stdio", "command": "/usr/bin/calc-mcp", "args": ["--x"]},
+        "docs": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
+    }
+    client = await app(acp={"mcpServers": servers})
+
+    task = await send(client, "mcp", "ctx-mcp")
+
+    assert answer(task) == "mcp: calc:stdio:/usr/bin/calc-mcp, docs:http:http://127.0.0.1:9/mcp"
+
+
 async def test_a_terminal_runs_the_agents_command_and_returns_its_output(app: App) -> None:
     client = await app()
 
