@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,7 +169,7 @@ class AcpBackend(BackendBase):
     async def health(self) -> Health:
         agent = self._agent
         if agent is None:
-            return Health(True, "the agent starts with the first turn")
+            return Health(False, "the agent is not running yet")
         if not agent.alive:
             return Health(True, "the agent exited; the next turn starts a new one")
         return Health(True, f"{agent.version} running")
@@ -182,7 +183,7 @@ class AcpBackend(BackendBase):
 
     def resume_command(self, session_id: str) -> str | None:
         command = None if self._preset is None else self._preset.resume_command(session_id)
-        return None if command is None else f"cd {self._root} && {command}"
+        return None if command is None else f"cd {shlex.quote(str(self._root))} && {command}"
 
     # ----- the agent process -------------------------------------------------------------------
 
