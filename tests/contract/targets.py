@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from tests.backends.acp import support as acp
 from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
@@ -229,8 +230,6 @@ for _entry in entry_points(group="a2a_wrapper.contract_targets"):
 
 
 # ----- ACP agents (the `acp` backend's presets, docs/backends.md#acp) ---------------------------
-
-from tests.backends.acp import support as acp  # noqa: E402 - the ACP targets' own section
 
 # In policy mode the daemon answers their permission requests: `approveKinds` lets shell run.
 _ACP_RUNS_SHELL = {"approveKinds": ["read", "search", "think", "execute"]}
