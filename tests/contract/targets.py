@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from tests.backends.acp import support as acp
 from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
@@ -67,6 +68,9 @@ class BackendTarget:
     """Block keys with which, in policy mode, its shell tool runs without a question."""
     asks: dict[str, Any] = field(default_factory=dict)
     """Block keys with which, under `approvals.mode: ask`, the approval command is asked."""
+    loads_sessions: bool = True
+    """Whether the agent reliably continues a session after a daemon restart; when not, the
+    restart case checks that the daemon reports a new session, and why, when it gets one."""
 
     def __str__(self) -> str:
         return self.name
@@ -255,3 +259,60 @@ for _entry in entry_points(group="a2a_wrapper.contract_targets"):
     _target = _entry.load()
     assert isinstance(_target, BackendTarget), f"{_entry.value} is not a BackendTarget"
     add_target(_target)
+
+
+# ----- ACP agents (the `acp` backend's presets, docs/backends.md#acp) ---------------------------
+
+# In policy mode the daemon answers their permission requests: `approveKinds` lets shell run.
+_ACP_RUNS_SHELL = {"approveKinds": ["read", "search", "think", "execute"]}
+
+
+def _acp_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["command"] == command
+    assert question["detail"]["kind"] == "execute"
+    kinds = {o["kind"] for o in question["detail"]["options"]}
+    assert {"allow_once", "reject_once"} <= kinds
+
+
+def _acp_target(
+    name: str, mock: MockKind, block: Callable[[str, Places], dict[str, Any]], **more: Any
+) -> BackendTarget:
+    return BackendTarget(
+        name=name,
+        mock=mock,
+        block=block,
+        shell_tool="execute",  # the ACP tool kind of a shell call
+        approval_command=_echo,
+        marker_outside=False,
+        check_question=_acp_question,
+        runs_shell=_ACP_RUNS_SHELL,
+        **more,
+    )
+
+
+TARGETS += [
+    _acp_target(
+        "gemini",
+        "gemini",
+        lambda url, p: acp.gemini_block(url, p.root, p.work, _home(p)),
+        api_key=acp.GEMINI_KEY,
+        resume="gemini --resume {}",
+        # Gemini CLI 0.61.0's session/load empties a session loaded in the same minute as it
+        # was created (both write session-<minute>-<id>.jsonl): docs/backends.md#acp.
+        loads_sessions=False,
+    ),
+    _acp_target(
+        "opencode-acp",
+        "openai_chat",
+        lambda url, p: acp.opencode_block(url, p.root, p.work, _home(p)),
+        resume="opencode --session {}",
+    ),
+    _acp_target(
+        "copilot-acp",
+        "openai_chat",
+        lambda url, p: acp.copilot_block(url, p.root, p.work, _home(p), p.cache),
+        api_key=acp.COPILOT_KEY,
+        resume="copilot --resume {}",
+    ),
+]
