@@ -7,18 +7,13 @@ in a `*.dist-info` on the path."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from tests.contract.targets import CAPABILITIES, TARGETS, targets_for
-from tests.support.daemon import REPO
+from tests.support import pytest_run
 
-COLLECT = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
 LACKING = """\
 import dataclasses
 
@@ -26,42 +21,16 @@ from tests.contract.targets import TARGETS
 
 TARGET = dataclasses.replace(TARGETS[0], name="lacking", lacks=frozenset({"approvals"}))
 """
-
-
-def collected(site: Path) -> dict[str, set[str]]:
-    """`tests/contract` as pytest collects it with `site` on the path: target -> its cases
-    (`file::function`)."""
-    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
-    run = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-        [*COLLECT, "tests/contract"],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": path.rstrip(os.pathsep)},
-        capture_output=True,
-        text=True,
-        timeout=50,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    cases: dict[str, set[str]] = defaultdict(set)
-    for line in run.stdout.splitlines():
-        if "::" in line and line.endswith("]"):
-            case, _, target = line[:-1].rpartition("[")
-            cases[target].add(case)
-    return cases
+ENTRY_POINTS = "[a2a_wrapper.contract_targets]\nlacking = lacking_target:TARGET\n"
 
 
 @pytest.mark.timeout(60)
 def test_a_target_lacking_a_capability_gets_no_case_that_needs_it(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    dist = site / "lacking_target-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lacking-target\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[a2a_wrapper.contract_targets]\nlacking = lacking_target:TARGET\n"
+    site = pytest_run.install(
+        tmp_path / "site", "lacking-target", ENTRY_POINTS, {"lacking_target.py": LACKING}
     )
-    (site / "lacking_target.py").write_text(LACKING)
 
-    cases = collected(site)
+    cases = pytest_run.collected(site, "tests/contract")
 
     every = set().union(*cases.values())
     approvals = {c for c in every if c.startswith("tests/contract/test_approvals.py::")}
