@@ -13,7 +13,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestServer
 
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendUnavailableError, running
 from core.cli import main
 from core.server.app import create_app
 from core.tasks.startup import BackendStartError
@@ -154,11 +154,8 @@ async def test_bypass_permissions_as_root_needs_a_sandbox(
 
     sandboxed = {**dangerous, "env": {"IS_SANDBOX": "1"}}
     backend = create(claude_env.settings(claude=sandboxed).block(ClaudeConfig))
-    await backend.start()
-    try:
+    async with running(backend):  # start, serve in a task group, then aclose: as the engine
         assert (await backend.health()).ok
-    finally:
-        await backend.aclose()
     assert not (await backend.health()).ok
 
 
