@@ -117,9 +117,13 @@ class CopilotRuntime:
         self._tg: TaskGroup | None = None
         self._closing = False
 
-    def bind(self, tg: TaskGroup) -> None:
-        """The task group that owns the crash watchers (the backend's)."""
+    def bind(self, tg: TaskGroup | None) -> None:
+        """The task group that owns the crash watchers (the backend's `serve`; None once it
+        ends). The child already running gets its watcher now."""
         self._tg = tg
+        child = self._current
+        if tg is not None and child is not None and child.process is not None:
+            tg.start_soon(self._watch, child, child.process)
 
     @property
     def current(self) -> Child | None:
