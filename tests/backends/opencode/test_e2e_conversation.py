@@ -18,6 +18,7 @@ import pytest
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
 from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply, ToolCallReply
+from tests.support.mock_models.steps import Shell
 from tests.support.wire import call
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
@@ -55,10 +56,7 @@ async def test_two_turns_continue_one_session_and_usage_lands_in_metadata(
 async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
-    mock.reply(
-        ToolCallReply("bash", {"command": "echo tool-ran", "description": "Print a marker"}),
-        when="use the shell",
-    )
+    mock.turns.add([Shell("echo tool-ran")])
     client = await start_daemon(opencode_settings())
     response = await client.post(
         "/a2a/jsonrpc",
