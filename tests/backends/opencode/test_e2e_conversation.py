@@ -17,8 +17,8 @@ import pytest
 
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
-from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply, ToolCallReply
-from tests.support.mock_models.steps import Shell
+from tests.support.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
+from tests.support.mock_models.steps import Hang, Shell
 from tests.support.wire import call
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
@@ -90,7 +90,7 @@ async def test_a_crashed_server_fails_its_turn_and_the_next_turn_restarts_it(
     backend = create(settings.block(OpencodeConfig))
     daemon = await start_daemon(settings, backend=backend)
     await send(daemon, "Remember: the secret word is PLUM.", context_id="ctx-c")
-    mock.reply(StallReply(before="Working on it "), when="take your time")
+    mock.turns.add([Hang()])
     pending = asyncio.ensure_future(
         send(daemon, "Please take your time.", context_id="ctx-c", message_id="m-2")
     )
