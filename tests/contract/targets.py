@@ -6,11 +6,19 @@ differ on purpose (what their shell tool is called in an approval question, what
 ask). Adding a backend to the suite is adding one target to `TARGETS`; a backend package outside
 this repository adds its own through the entry-point group `a2a_wrapper.contract_targets` (each
 entry a `BackendTarget`), and a test may call `add_target` before collection.
+
+Capabilities select cases without skipping any. A case (or a whole module, by `pytestmark`)
+says what it needs with `@pytest.mark.needs("approvals", ...)`, naming entries of
+`CAPABILITIES`; a target says what its agent cannot do in `lacks`. The suite's
+`pytest_generate_tests` parametrizes each case only over the targets that lack none of what it
+needs (`targets_for`), so a target never collects a case it cannot pass, and nothing is skipped.
+Every built-in target lacks nothing and so runs every case; a case no target can run is a
+collection error, not a skip.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -29,6 +37,14 @@ from wrappers.opencode.launch import find_binary
 CLAUDE_KEY = "sk-ant-e2e-test-key"
 # Why the Codex model asks to leave its sandbox (its question carries it as the reason).
 ESCALATION = "The marker lives outside the working directory."
+
+CAPABILITIES: dict[str, str] = {
+    "approvals": "asks the caller before a tool runs, under `approvals.mode: ask`",
+    "shell": "has a shell tool that runs commands as processes below the daemon",
+    "resume": "resumes a context's session after a daemon restart",
+    "streaming": "streams its answer in pieces as the model sends them",
+}
+"""What a contract case may need (`@pytest.mark.needs(...)`) and a target may lack."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,12 @@ class BackendTarget:
     loads_sessions: bool = True
     """Whether the agent reliably continues a session after a daemon restart; when not, the
     restart case checks that the daemon reports a new session, and why, when it gets one."""
+    lacks: frozenset[str] = frozenset()
+    """The `CAPABILITIES` its agent does not have: it gets no case that needs one of them."""
+
+    def __post_init__(self) -> None:
+        unknown = self.lacks - CAPABILITIES.keys()
+        assert not unknown, f"target {self.name} lacks unknown capabilities {sorted(unknown)}"
 
     def __str__(self) -> str:
         return self.name
@@ -248,6 +270,17 @@ TARGETS.append(
         runs_shell={"commands": "allow"},
     )
 )
+
+
+def targets_for(
+    needs: Iterable[str], targets: Iterable[BackendTarget] | None = None
+) -> list[BackendTarget]:
+    """The targets (default: `TARGETS`) that have every capability in `needs`."""
+    needed = frozenset(needs)
+    unknown = needed - CAPABILITIES.keys()
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)} (known: {sorted(CAPABILITIES)})")
+    return [t for t in (TARGETS if targets is None else targets) if not t.lacks & needed]
 
 
 def add_target(target: BackendTarget) -> None:

@@ -49,6 +49,7 @@ def test_two_turns_on_one_context_are_one_conversation(agent: Agent, model: Mock
     assert agent.agent_pids() == agents, "the follow-up ran on the warm agent"
 
 
+@pytest.mark.needs("resume")
 def test_after_a_daemon_restart_the_context_resumes_its_session(
     agent: Agent, model: MockModel
 ) -> None:
@@ -75,6 +76,7 @@ def test_after_a_daemon_restart_the_context_resumes_its_session(
     assert "Noted: MANGO." in resumed.texts("assistant")
 
 
+@pytest.mark.needs("streaming")
 def test_stream_mode_sends_the_text_once_as_ordered_artifact_chunks(
     agent: Agent, model: MockModel
 ) -> None:
@@ -119,6 +121,7 @@ def test_cancel_while_the_model_hangs_lets_go_of_the_request_and_the_context_goe
     assert agent.agent_pids() == agents, "the agent stopped the turn and was not replaced"
 
 
+@pytest.mark.needs("shell")
 def test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on(
     agent: Agent, model: MockModel, leftovers: list[procfs.ProcessInfo]
 ) -> None:
