@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Agent CLIs that ship on npm only (OpenCode, Copilot), pinned exactly; see docs/backends.md.
+# Agent CLIs that ship on npm only (OpenCode, Copilot, Gemini CLI), pinned exactly; see
+# docs/backends.md.
 TOOLS := .tools
 TOOLS_STAMP := $(TOOLS)/.installed
-NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102
+NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102 @google/gemini-cli@0.61.0
 CONFIG ?= tests/conformance/tck.json
 PYTEST_ARGS ?=
 
@@ -15,7 +16,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity]"
+	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity,acp]"
 	touch $(STAMP)
 
 $(TOOLS_STAMP): Makefile

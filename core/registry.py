@@ -31,6 +31,10 @@ BUILTIN: dict[str, str] = {
     "opencode": "wrappers.opencode:SPEC",
     "copilot": "wrappers.copilot:SPEC",
     "antigravity": "wrappers.antigravity:SPEC",
+    "acp": "wrappers.acp:SPEC",
+    "gemini": "wrappers.acp:GEMINI_SPEC",
+    "opencode-acp": "wrappers.acp:OPENCODE_SPEC",
+    "copilot-acp": "wrappers.acp:COPILOT_SPEC",
 }
 ENTRY_POINT_GROUP = "a2a_wrapper.backends"
 

@@ -113,13 +113,14 @@ def test_every_committed_config_passes_check(
         "claude.json",
         "codex.json",
         "copilot.json",
+        "gemini.json",
         "opencode.json",
     ]
     assert all(code in (0, 1) for code in results.values()), capsys.readouterr().err
     assert "agent card:" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("backend", ["claude", "codex", "opencode", "copilot"])
+@pytest.mark.parametrize("backend", ["claude", "codex", "opencode", "copilot", "gemini"])
 def test_check_fails_on_a_missing_working_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str
 ) -> None:

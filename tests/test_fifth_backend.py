@@ -1,83 +1,77 @@
-"""A fifth backend is one package: `tests/support/fifth_backend` registered by an entry point
-(a `*.dist-info/entry_points.txt` in a folder put on the path, as `pip install` would leave
-it), with no other file of the project changed. The real daemon serves it, validates its
-`fifth` block with its own model, and it talks to the project's chat mock over HTTP."""
+"""A fifth backend is one package: `tests/support/fifth_backend` registered by entry points (a
+`*.dist-info/entry_points.txt` in a folder put on the path, as `pip install` would leave it),
+with no other file of the project changed. The real daemon serves it, validates its `fifth`
+block with its own model, and it passes the whole contract suite (tests/contract) as the target
+its package registers, talking to the project's chat mock over HTTP like the real CLIs talk to
+theirs. The cases here are its quirks."""
 
 from __future__ import annotations
 
+import json
 import os
-import uuid
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
 
-import aiohttp
+import httpx
 import pytest
 
 from core import registry
 from core.settings import ConfigError, load
-from tests.support.daemon import REPO, Daemon, MakeDaemon
+from tests.contract.agent import Agent, answer, context, state, status_text
+from tests.contract.targets import Places
+from tests.support import pytest_run
+from tests.support.daemon import REPO, Daemon, Daemons, MakeDaemon
+from tests.support.errors import SECRET
 from tests.support.fifth_backend import FifthConfig
-from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply
-from tests.support.wire import V1, rpc, sse_events, user_message
+from tests.support.fifth_backend.contract import TARGET
+from tests.support.mock_models.model import MockModel
+from tests.support.mock_models.steps import Say, Upstream
 
 ENTRY_POINTS = """\
 [a2a_wrapper.backends]
 fifth = tests.support.fifth_backend:SPEC
+
+[a2a_wrapper.contract_targets]
+fifth = tests.support.fifth_backend.contract:TARGET
 """
+COMPLETED = "TASK_STATE_COMPLETED"
 
 
 @pytest.fixture
 def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The fifth backend installed by entry point, for this process and the daemons it starts."""
-    site = tmp_path / "site"
-    dist = site / "a2a_wrapper_fifth-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: a2a-wrapper-fifth\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(ENTRY_POINTS)
+    site = pytest_run.install(tmp_path / "site", "a2a-wrapper-fifth", ENTRY_POINTS)
     monkeypatch.syspath_prepend(str(site))
     path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
     monkeypatch.setenv("PYTHONPATH", path.rstrip(os.pathsep))
     yield site
 
 
-def fifth_config(tmp_path: Path, mock: OpenAIChatMock, **block: Any) -> dict[str, Any]:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    return {
-        "backend": "fifth",
-        "storage": {"kind": "sqlite", "path": str(tmp_path / "tasks.sqlite3")},
-        "fifth": {"baseUrl": mock.base_url, "workingDirectory": str(work), **block},
-    }
+@pytest.fixture
+def fifth(installed: Path, tmp_path: Path) -> Iterator[Agent]:
+    """A daemon serving the fifth backend against a chat mock (started)."""
+    daemons = Daemons(tmp_path / "daemons")
+    daemons.root.mkdir()
+    with MockModel("openai_chat") as model:
+        agent = Agent(TARGET, model, Places(tmp_path / "daemons", tmp_path / "cache"), daemons)
+        try:
+            agent.start()
+            yield agent
+        finally:
+            agent.close()
+            daemons.close()
 
 
-async def send(url: str, text: str, context_id: str, *, wait: bool = True) -> dict[str, Any]:
-    message = user_message(text, contextId=context_id, messageId=uuid.uuid4().hex)
-    params: dict[str, Any] = {"message": message}
-    if not wait:
-        params["configuration"] = {"returnImmediately": True}
-    return await jsonrpc(url, "SendMessage", params)
-
-
-async def jsonrpc(url: str, method: str, params: Any) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as http:
-        response = await http.post(f"{url}/a2a/jsonrpc", json=rpc(method, params), headers=V1)
-        body: dict[str, Any] = await response.json()
-    assert "result" in body, body
-    result: dict[str, Any] = body["result"]
-    task: dict[str, Any] = result.get("task", result)
-    return task
-
-
-def answer(task: dict[str, Any]) -> str:
-    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
-
-
-def test_the_entry_point_makes_the_backend_known(installed: Path) -> None:
+def test_the_entry_points_make_the_backend_and_its_contract_target_known(
+    installed: Path,
+) -> None:
     assert "fifth" in registry.names()
     spec = registry.spec_for("fifth")
     assert spec is not None
     assert spec.config_model is FifthConfig
+    targets = entry_points(group="a2a_wrapper.contract_targets")
+    assert [t.load() for t in targets if t.name == "fifth"] == [TARGET]
 
 
 def test_its_block_is_validated_by_its_own_model(installed: Path) -> None:
@@ -98,83 +92,49 @@ def test_without_the_entry_point_the_name_is_unknown() -> None:
         registry.spec_for("fifth")
 
 
-async def test_the_daemon_serves_a_conversation_that_survives_a_restart(
-    installed: Path, tmp_path: Path, daemons: MakeDaemon
+@pytest.mark.timeout(300)
+def test_it_passes_the_whole_contract_suite(installed: Path) -> None:
+    every = pytest_run.collected(installed, "tests/contract")
+
+    done = pytest_run.run(installed, "-q", "-rA", "-k", "fifth", "tests/contract", timeout=280)
+
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    ran = pytest_run.by_target(pytest_run.passed(done))
+    assert set(ran) == {"fifth"}
+    assert ran["fifth"] == every["fifth"] == every["claude"], "every case, none left out"
+
+
+def test_the_daemon_is_ready_while_its_serve_runs_and_contexts_are_apart(fifth: Agent) -> None:
+    # Healthy only while its serve() runs: the engine hosts it in its task group.
+    ready = httpx.get(f"{fifth.daemon.url}/ready")
+    assert ready.status_code == 200, ready.text
+    fifth.model.script([Say("Noted: KIWI.")])
+    told = fifth.send("Remember the word KIWI.", first := context())
+
+    other = fifth.send("Which word did I ask you to remember?", context())
+
+    assert answer(told) == "Noted: KIWI."
+    assert state(other) == COMPLETED, other
+    request = fifth.model.requests[-1]
+    assert "KIWI" not in request.dump(), "another context is another conversation"
+    again = fifth.send("Which word was it?", first)
+    assert "Noted: KIWI." in fifth.model.requests[-1].texts("assistant"), again
+
+
+def test_a_model_error_fails_the_task_with_a_safe_message_and_the_session_goes_on(
+    fifth: Agent,
 ) -> None:
-    async with OpenAIChatMock() as mock:
-        config = fifth_config(tmp_path, mock)
-        first = daemons(config)
-        url = first.start()
-        async with aiohttp.ClientSession() as http, http.get(f"{url}/ready") as ready:
-            # Healthy only while its serve() runs: the engine hosts it in its task group.
-            assert ready.status == 200, await ready.text()
+    fifth.model.script([Upstream(500, f"upstream says: {SECRET}")])
+    ctx = context()
 
-        told = await send(url, "Remember: the secret word is KIWI.", "ctx-1")
-        asked = await send(url, "What was the secret word?", "ctx-1")
-        assert told["status"]["state"] == "TASK_STATE_COMPLETED", told
-        assert "The secret word was KIWI." in answer(asked)
-        assert first.stop() == 0
+    task = fifth.send("This will fail.", ctx)
+    after = fifth.send("hello again", ctx)
 
-        second = daemons(config)
-        url = second.start()
-        again = await send(url, "What was the secret word?", "ctx-1")
-        other = await send(url, "What was the secret word?", "ctx-2")
-
-    assert "The secret word was KIWI." in answer(again), "the session was resumed from disk"
-    assert "never told" in answer(other)
-
-
-async def test_streaming_sends_the_text_as_it_comes(
-    installed: Path, tmp_path: Path, daemons: MakeDaemon
-) -> None:
-    async with OpenAIChatMock() as mock:
-        config = {**fifth_config(tmp_path, mock), "output": {"mode": "stream"}}
-        url = daemons(config).start()
-        message = user_message("one two three", contextId="ctx", messageId="m-1")
-        async with aiohttp.ClientSession() as http:
-            response = await http.post(
-                f"{url}/a2a/jsonrpc",
-                json=rpc("SendStreamingMessage", {"message": message}),
-                headers=V1,
-            )
-            events = [data["result"] for _, data in await sse_events(response)]
-
-    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
-    text = "".join(p["text"] for c in chunks for p in c["artifact"]["parts"])
-    assert len(chunks) > 3, "one chunk per streamed word"
-    assert text.startswith("MOCK REPLY: ") and "one two three" in text
-    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-
-
-async def test_cancel_stops_the_model_request(
-    installed: Path, tmp_path: Path, daemons: MakeDaemon
-) -> None:
-    async with OpenAIChatMock() as mock:
-        mock.reply(StallReply("thinking "), when="stall here")
-        url = daemons(fifth_config(tmp_path, mock)).start()
-        task = await send(url, "stall here", "ctx", wait=False)
-        request = await mock.wait_for_request("stall here")
-
-        canceled = await jsonrpc(url, "CancelTask", {"id": task["id"]})
-        await mock.wait_until(lambda: request.disconnected)
-
-    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
-    assert not request.completed
-
-
-async def test_a_model_error_fails_the_task_with_a_safe_message(
-    installed: Path, tmp_path: Path, daemons: MakeDaemon
-) -> None:
-    async with OpenAIChatMock() as mock:
-        url = daemons(fifth_config(tmp_path, mock)).start()
-        task = await send(url, "MOCK_ERROR 500", "ctx")
-        after = await send(url, "hello again", "ctx")
-
-    message = "".join(p["text"] for p in task["status"]["message"]["parts"])
-    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert state(task) == "TASK_STATE_FAILED"
+    message = status_text(task)
     assert message.startswith("The model refused the turn. The daemon log has the details")
-    assert "mock error" not in message
-    assert after["status"]["state"] == "TASK_STATE_COMPLETED", "the session goes on"
+    assert SECRET not in json.dumps(task)
+    assert state(after) == COMPLETED, "the session goes on"
 
 
 def test_a_wrong_block_stops_the_daemon_naming_the_key(

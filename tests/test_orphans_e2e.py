@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from core.backend import procfs
+from tests.backends.acp import support as acp_support
 from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
@@ -29,8 +30,10 @@ from tests.support.daemon import Daemon, Daemons
 from tests.support.mock_models import openai_responses
 from tests.support.mock_models.anthropic import AnthropicMock, ToolUse
 from tests.support.mock_models.anthropic import Reply as AnthropicReply
+from tests.support.mock_models.gemini import GeminiMock
 from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
 from tests.support.mock_models.openai_chat import OpenAIChatMock
+from tests.support.mock_models.steps import Shell
 from tests.support.orphans import (
     await_instance_gone,
     await_logged,
@@ -121,6 +124,15 @@ async def copilot(root: Path) -> AsyncIterator[dict[str, Any]]:
         }
 
 
+@contextlib.asynccontextmanager
+async def gemini(root: Path) -> AsyncIterator[dict[str, Any]]:
+    """Gemini CLI through the `acp` backend's preset (an ACP agent the daemon spawns)."""
+    async with GeminiMock(api_key=acp_support.GEMINI_KEY) as mock:
+        mock.turns.add([Shell(SLEEP)])
+        block = acp_support.gemini_block(mock.url, root, root / "work", root / "home")
+        yield {"backend": "gemini", "gemini": {**block, "approveKinds": ["execute"]}}
+
+
 # The chat mocks call the tool the prompt names (`MOCK_TOOL <name> {json}`).
 CHAT_PROMPT = f"MOCK_TOOL bash {json.dumps({'command': SLEEP, 'description': 'wait'})}"
 RIGS: dict[str, tuple[Rig, str]] = {
@@ -128,6 +140,7 @@ RIGS: dict[str, tuple[Rig, str]] = {
     "codex": (codex, PROMPT),
     "opencode": (opencode, CHAT_PROMPT),
     "copilot": (copilot, CHAT_PROMPT),
+    "gemini": (gemini, PROMPT),
 }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 import anyio
+import structlog
 from anyio.abc import Process
 
 from core.backend import procfs
@@ -33,6 +34,7 @@ class ProcessLedger(Protocol):
     async def ended(self, pid: int) -> None: ...
 
 
+_log = structlog.get_logger(__name__)
 _ledger: list[ProcessLedger] = []
 # Spawns between fork and their record: their children are not known as ours yet.
 _spawning = [0]
@@ -143,6 +145,36 @@ async def wait_exited(pids: list[int]) -> None:
             await anyio.wait_readable(fd)
         finally:
             os.close(fd)
+
+
+async def stop_pid(pid: int, *, grace: float, force: bool = False) -> None:
+    """Stop a process that someone else started and reaps (an SDK's child), known by pid:
+    give it `grace` s to exit on its own (none with `force`), then SIGTERM, `grace` s more,
+    then SIGKILL; return once it has exited. Signals go through a pidfd opened at once, so a
+    pid reused meanwhile is never hit. Run it beside what makes the process exit normally
+    (closing its client) and cancel it once that is done."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        for sig, wait in ((None, 0 if force else grace), (signal.SIGTERM, grace)):
+            if sig is not None:
+                _log.info("process.terminate", pid=pid)
+                _pidfd_signal(fd, sig)
+            with anyio.move_on_after(wait):
+                await anyio.wait_readable(fd)
+                return
+        _log.warning("process.kill", pid=pid)
+        _pidfd_signal(fd, signal.SIGKILL)
+        await anyio.wait_readable(fd)
+    finally:
+        os.close(fd)
+
+
+def _pidfd_signal(fd: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        signal.pidfd_send_signal(fd, sig)
 
 
 def _signal_group(process: Process, sig: signal.Signals) -> None:

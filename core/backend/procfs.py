@@ -82,14 +82,20 @@ def descendants(root: int, table: Iterable[ProcessInfo] | None = None) -> list[P
     return found
 
 
+def environment(pid: int) -> dict[str, str]:
+    """The environment `pid` started with ({} when it is not ours to read or gone)."""
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
 def environment_has(pid: int, variable: str, value: str) -> bool:
     """Whether `variable=value` is in the environment `pid` started with (False when it is not
     ours to read or gone)."""
-    needle = f"{variable}={value}".encode()
-    try:
-        return needle in (PROC / str(pid) / "environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
+    return environment(pid).get(variable) == value
 
 
 def marked(value: str, table: Iterable[ProcessInfo] | None = None) -> list[ProcessInfo]:
@@ -112,14 +118,21 @@ def kill(info: ProcessInfo) -> bool:
     return False
 
 
-def kill_below(root: int, *, rounds: int = 5) -> list[int]:
+def kill_below(root: int, *, rounds: int = 5, groups: bool = False) -> list[int]:
     """SIGKILL everything below `root`, again until nothing live is left (a process may fork
-    between the walk and the kill). Returns the pids killed."""
+    between the walk and the kill). With `groups`, each one's whole process group goes too
+    (unless it is this process's own): agents run tools in sessions of their own, whose members
+    need not stay below them. Returns the pids killed."""
     killed: list[int] = []
+    own_group = os.getpgrp()
     for _ in range(rounds):
         live = [p for p in descendants(root) if not p.zombie]
         if not live:
             break
+        for info in live:
+            if groups and info.pgid != own_group:
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(info.pgid, signal.SIGKILL)
         killed += [p.pid for p in live if kill(p)]
     return killed
 

@@ -338,8 +338,9 @@ class TaskRun:
         self._task = self._task.model_copy(update={"metadata": metadata})
 
     def bind_session(self, session_id: str, resume_command: str | None) -> None:
-        """The backend named the session serving the task (and how to open it)."""
-        self._set_section(leased=True, session_id=session_id, resume_command=resume_command or None)
+        """The backend named the session serving the task (WrapperSection.bound)."""
+        self._section = self._section.bound(session_id, resume_command)
+        self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
         self._set_section(

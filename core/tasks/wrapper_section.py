@@ -6,7 +6,7 @@ only when a run is made from that task (`WrapperSection.of`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import JsonValue
 
@@ -50,6 +50,19 @@ class WrapperSection:
             approvals=tuple(a for a in approvals if isinstance(a, dict))
             if isinstance(approvals, list)
             else (),
+        )
+
+    def bound(self, session_id: str, resume_command: str | None) -> WrapperSection:
+        """The backend named the session serving the task (and how to open it). Another id
+        than the one the turn resumed means the agent could not continue that session: the
+        task says it is a new one."""
+        resumed = self.session_id
+        return replace(
+            self,
+            leased=True,
+            session_id=session_id,
+            resume_command=resume_command or None,
+            new_session=self.new_session or (resumed is not None and resumed != session_id),
         )
 
     def render(self) -> dict[str, JsonValue]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.contract.agent import Agent
-from tests.contract.targets import TARGETS, BackendTarget, Places
+from tests.contract.targets import BackendTarget, Places, targets_for
 from tests.support.daemon import Daemons
 from tests.support.mock_models.model import MockModel
 
@@ -24,9 +24,24 @@ Serve = Callable[..., Agent]
 _AMBIENT = ("COPILOT_", "GH_", "GITHUB_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "OPENCODE_")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "needs(*capabilities): the contract case runs only for targets that lack none of them"
+        " (tests/contract/targets.py CAPABILITIES)",
+    )
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "target" in metafunc.fixturenames:
-        metafunc.parametrize("target", TARGETS, ids=str, scope="module")
+    """Each case once per target that has what it needs (targets.py says how)."""
+    if "target" not in metafunc.fixturenames:
+        return
+    needs = {c for mark in metafunc.definition.iter_markers("needs") for c in mark.args}
+    targets = targets_for(needs)
+    if not targets:
+        # An empty parameter set would be a skip; CI allows none.
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: no contract target has {needs}")
+    metafunc.parametrize("target", targets, ids=str, scope="module")
 
 
 @pytest.fixture(scope="session")

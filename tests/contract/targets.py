@@ -6,16 +6,25 @@ differ on purpose (what their shell tool is called in an approval question, what
 ask). Adding a backend to the suite is adding one target to `TARGETS`; a backend package outside
 this repository adds its own through the entry-point group `a2a_wrapper.contract_targets` (each
 entry a `BackendTarget`), and a test may call `add_target` before collection.
+
+Capabilities select cases without skipping any. A case (or a whole module, by `pytestmark`)
+says what it needs with `@pytest.mark.needs("approvals", ...)`, naming entries of
+`CAPABILITIES`; a target says what its agent cannot do in `lacks`. The suite's
+`pytest_generate_tests` parametrizes each case only over the targets that lack none of what it
+needs (`targets_for`), so a target never collects a case it cannot pass, and nothing is skipped.
+Every built-in target lacks nothing and so runs every case; a case no target can run is a
+collection error, not a skip.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from tests.backends.acp import support as acp
 from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
@@ -28,6 +37,14 @@ from wrappers.opencode.launch import find_binary
 CLAUDE_KEY = "sk-ant-e2e-test-key"
 # Why the Codex model asks to leave its sandbox (its question carries it as the reason).
 ESCALATION = "The marker lives outside the working directory."
+
+CAPABILITIES: dict[str, str] = {
+    "approvals": "asks the caller before a tool runs, under `approvals.mode: ask`",
+    "shell": "has a shell tool that runs commands as processes below the daemon",
+    "resume": "resumes a context's session after a daemon restart",
+    "streaming": "streams its answer in pieces as the model sends them",
+}
+"""What a contract case may need (`@pytest.mark.needs(...)`) and a target may lack."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,15 @@ class BackendTarget:
     """Block keys with which, in policy mode, its shell tool runs without a question."""
     asks: dict[str, Any] = field(default_factory=dict)
     """Block keys with which, under `approvals.mode: ask`, the approval command is asked."""
+    loads_sessions: bool = True
+    """Whether the agent reliably continues a session after a daemon restart; when not, the
+    restart case checks that the daemon reports a new session, and why, when it gets one."""
+    lacks: frozenset[str] = frozenset()
+    """The `CAPABILITIES` its agent does not have: it gets no case that needs one of them."""
+
+    def __post_init__(self) -> None:
+        unknown = self.lacks - CAPABILITIES.keys()
+        assert not unknown, f"target {self.name} lacks unknown capabilities {sorted(unknown)}"
 
     def __str__(self) -> str:
         return self.name
@@ -246,6 +272,17 @@ TARGETS.append(
 )
 
 
+def targets_for(
+    needs: Iterable[str], targets: Iterable[BackendTarget] | None = None
+) -> list[BackendTarget]:
+    """The targets (default: `TARGETS`) that have every capability in `needs`."""
+    needed = frozenset(needs)
+    unknown = needed - CAPABILITIES.keys()
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)} (known: {sorted(CAPABILITIES)})")
+    return [t for t in (TARGETS if targets is None else targets) if not t.lacks & needed]
+
+
 def add_target(target: BackendTarget) -> None:
     """Run the contract suite against one more backend too (call before collection)."""
     TARGETS.append(target)
@@ -255,3 +292,60 @@ for _entry in entry_points(group="a2a_wrapper.contract_targets"):
     _target = _entry.load()
     assert isinstance(_target, BackendTarget), f"{_entry.value} is not a BackendTarget"
     add_target(_target)
+
+
+# ----- ACP agents (the `acp` backend's presets, docs/backends.md#acp) ---------------------------
+
+# In policy mode the daemon answers their permission requests: `approveKinds` lets shell run.
+_ACP_RUNS_SHELL = {"approveKinds": ["read", "search", "think", "execute"]}
+
+
+def _acp_question(question: dict[str, Any], command: str, places: Places) -> None:
+    assert question["summary"] == f"Run `{command}` in the working directory"
+    assert question["detail"]["command"] == command
+    assert question["detail"]["kind"] == "execute"
+    kinds = {o["kind"] for o in question["detail"]["options"]}
+    assert {"allow_once", "reject_once"} <= kinds
+
+
+def _acp_target(
+    name: str, mock: MockKind, block: Callable[[str, Places], dict[str, Any]], **more: Any
+) -> BackendTarget:
+    return BackendTarget(
+        name=name,
+        mock=mock,
+        block=block,
+        shell_tool="execute",  # the ACP tool kind of a shell call
+        approval_command=_echo,
+        marker_outside=False,
+        check_question=_acp_question,
+        runs_shell=_ACP_RUNS_SHELL,
+        **more,
+    )
+
+
+TARGETS += [
+    _acp_target(
+        "gemini",
+        "gemini",
+        lambda url, p: acp.gemini_block(url, p.root, p.work, _home(p)),
+        api_key=acp.GEMINI_KEY,
+        resume="gemini --resume {}",
+        # Gemini CLI 0.61.0's session/load empties a session loaded in the same minute as it
+        # was created (both write session-<minute>-<id>.jsonl): docs/backends.md#acp.
+        loads_sessions=False,
+    ),
+    _acp_target(
+        "opencode-acp",
+        "openai_chat",
+        lambda url, p: acp.opencode_block(url, p.root, p.work, _home(p)),
+        resume="opencode --session {}",
+    ),
+    _acp_target(
+        "copilot-acp",
+        "openai_chat",
+        lambda url, p: acp.copilot_block(url, p.root, p.work, _home(p), p.cache),
+        api_key=acp.COPILOT_KEY,
+        resume="copilot --resume {}",
+    ),
+]

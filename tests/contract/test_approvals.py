@@ -28,6 +28,8 @@ INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
 ASK = {"mode": "ask"}
 QUESTION = "a2a-wrapper/approval-request"
 
+pytestmark = pytest.mark.needs("approvals", "shell")
+
 
 def _serve(target: BackendTarget, serve: Serve, **approvals: Any) -> Agent:
     return serve(block=target.asks, approvals={**ASK, **approvals})

@@ -45,4 +45,14 @@ def test_the_scan_finds_a_mention(tmp_path: Path) -> None:
 
 
 def test_the_registry_lists_the_built_ins() -> None:
-    assert set(registry.BUILTIN) == {"claude", "codex", "opencode", "copilot", "antigravity"}
+    assert set(registry.BUILTIN) == {
+        "claude",
+        "codex",
+        "opencode",
+        "copilot",
+        "antigravity",
+        "acp",
+        "gemini",
+        "opencode-acp",
+        "copilot-acp",
+    }

@@ -7,16 +7,14 @@ core asks for the same session; it is retired when idle for `warmIdle`, pushed o
 dies. A retired client's process is stopped for sure (process.stop); the session itself stays on
 disk, so the next turn resumes it.
 
-Background work (the idle reaper, stopping retired clients) runs in one task group, hosted by a
-task of its own between `start()` and `aclose()`.
+Background work (the idle reaper, each turn's message pump, stopping retired clients) runs in
+`serve()`, which the engine hosts in its task group between `start()` and `aclose()`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -46,13 +44,14 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.binaries import CliNotFoundError
+from core.backend.pool import WarmPool
 from wrappers.claude import diagnose, options, process, stream
 from wrappers.claude.approvals import Approver
 from wrappers.claude.config import ClaudeConfig
 from wrappers.claude.events import TurnState, map_message
-from wrappers.claude.pool import Key, Pump, WarmClient, WarmPool
+from wrappers.claude.pool import Key, Pump, WarmClient
 from wrappers.claude.prompt import user_message
 
 log = structlog.get_logger(__name__)
@@ -68,7 +67,7 @@ class _SessionNotFoundError(Exception):
     pass
 
 
-class ClaudeBackend:
+class ClaudeBackend(BackendBase):
     name = "claude"
 
     def __init__(
@@ -84,34 +83,28 @@ class ClaudeBackend:
         self._config = config
         self._interrupt_grace = interrupt_grace
         self._stop_grace = stop_grace
-        idle = config.warm_idle / 1000 if config.warm_idle else None
-        self._pool = WarmPool(max_warm=config.max_warm, idle_seconds=idle)
+        self._pool: WarmPool[Key, WarmClient] = WarmPool(
+            max_warm=config.max_warm, warm_idle_ms=config.warm_idle
+        )
         self._stopping_sessions: dict[str, anyio.Event] = {}
         """Sessions whose retired process is still exiting: a resume waits for it, so two
         processes never write one session's transcript."""
         self._costs: OrderedDict[str, float] = OrderedDict()
         """Each session's cumulative cost at its last result, for the next turn's baseline."""
         self._cli: Path | None = None
-        self._changed = anyio.Event()
-        self._stopping = anyio.Event()
         self._tg: TaskGroup | None = None
-        self._reaper: anyio.CancelScope | None = None
-        self._host: asyncio.Task[None] | None = None
+        """serve()'s task group while it runs."""
 
     # ----- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Check the configuration (refusing what cannot work headless), then start the task
-        group that reaps idle clients."""
+        """Check the configuration (refusing what cannot work headless)."""
         problems = self._problems()
         if problems:
             raise BackendUnavailableError("; ".join(problems))
         self._cli = options.resolve_cli(self._config)
         if self._config.home is not None:
             self._config.home.expanduser().mkdir(parents=True, exist_ok=True)
-        ready = anyio.Event()
-        self._host = asyncio.create_task(self._run(ready), name="claude-backend")
-        await ready.wait()
 
     def _problems(self) -> list[str]:
         config = self._config
@@ -139,52 +132,46 @@ class ClaudeBackend:
             )
         return problems
 
-    async def _run(self, ready: anyio.Event) -> None:
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Retire clients idle for `warmIdle`; host the turns' pumps and the stopping of
+        retired clients. Cancelled at shutdown: it then waits for the clients still stopping
+        (their stop is shielded), so `aclose()` finds none half-stopped."""
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                await tg.start(self._reap)
-                ready.set()
-                await self._stopping.wait()
-                if self._reaper is not None:
-                    self._reaper.cancel()
-                # The task group now waits for the retired clients still stopping.
+                task_status.started()
+                await self._pool.evict_forever(self._retire_idle)
         finally:
             self._tg = None
-            ready.set()
+
+    async def _retire_idle(self, expired: list[WarmClient]) -> None:
+        for warm in expired:
+            await self._retire(warm, "idle")
 
     async def aclose(self) -> None:
-        """Stop every client's process (a running turn is killed), then the task group."""
+        """Stop every client's process (a running turn is killed)."""
         for warm in self._pool.drain():
             await self._retire(warm, "shutdown", force=warm.busy)
-        self._stopping.set()
-        if self._host is not None:
-            await self._host
-            self._host = None
 
-    async def _reap(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Retire clients idle for longer than `warmIdle`, waking when the pool changes or the
-        next one is due."""
-        with anyio.CancelScope() as scope:
-            self._reaper = scope
-            task_status.started()
-            while True:
-                changed = self._changed
-                due = self._pool.next_expiry()
-                delay = math.inf if due is None else max(0.0, due - time.monotonic())
-                with anyio.move_on_after(delay):
-                    await changed.wait()
-                if changed.is_set() and changed is self._changed:
-                    self._changed = anyio.Event()
-                for warm in self._pool.expired(time.monotonic()):
-                    await self._retire(warm, "idle")
+    def _forget(self, warm: WarmClient) -> None:
+        """Take `warm` out of the pool, if it (not a newer client of its context) is there."""
+        if self._pool.get(warm.key) is warm:
+            self._pool.remove(warm.key)
 
-    def _notify(self) -> None:
-        self._changed.set()
+    def _begin(self, warm: WarmClient, task_id: str) -> None:
+        warm.task_id, warm.prompt_sent, warm.pump = task_id, False, None
+
+    def _release(self, warm: WarmClient) -> None:
+        """The client's turn is over: idle from now."""
+        warm.task_id, warm.prompt_sent, warm.pump = None, False, None
+        if warm.approver is not None:
+            warm.approver.end()
+        if self._pool.get(warm.key) is warm:
+            self._pool.release(warm.key)
 
     async def _retire(self, warm: WarmClient, reason: str, *, force: bool = False) -> None:
-        """Forget `warm` and stop its process: in the background when the task group runs."""
-        self._pool.remove(warm)
+        """Forget `warm` and stop its process: in the background while serve() runs."""
+        self._forget(warm)
         log.info("claude.retire", reason=reason, pid=warm.pid, session_id=warm.session_id)
         if self._tg is None:
             await self._stop(warm, force)
@@ -196,7 +183,9 @@ class ClaudeBackend:
 
     async def _stop(self, warm: WarmClient, force: bool, done: anyio.Event | None = None) -> None:
         try:
-            await process.stop(warm.client, warm.pid, grace=self._stop_grace, force=force)
+            # Shielded: a shutdown that cancels serve() still waits for the process to go.
+            with anyio.CancelScope(shield=True):
+                await process.stop(warm.client, warm.pid, grace=self._stop_grace, force=force)
         finally:
             if done is not None:
                 done.set()
@@ -288,8 +277,7 @@ class ClaudeBackend:
 
     def _finish(self, warm: WarmClient, state: TurnState) -> None:
         self._record_cost(warm, state.cost_total)
-        self._pool.release(warm)
-        self._notify()
+        self._release(warm)
 
     def _record_cost(self, warm: WarmClient, total: float | None) -> None:
         if total is None:
@@ -309,7 +297,8 @@ class ClaudeBackend:
         if warm is not None:
             reason = self._unusable(warm, turn)
             if reason is None:
-                self._pool.checkout(warm, turn.task_id)
+                self._begin(warm, turn.task_id)
+                self._pool.take(key)
                 return warm, []
             await self._retire(warm, reason, force=warm.busy)
         notes: list[BackendEvent] = []
@@ -323,10 +312,9 @@ class ClaudeBackend:
                 )
             )
             warm = await self._connect(key, None, ask=turn.approvals == "ask")
-        self._pool.checkout(warm, turn.task_id)
-        for evicted in self._pool.add(warm):
+        self._begin(warm, turn.task_id)
+        for evicted in self._pool.add(key, warm):
             await self._retire(evicted, "maxWarm")
-        self._notify()
         return warm, notes
 
     @staticmethod
@@ -399,8 +387,7 @@ class ClaudeBackend:
         if warm is None or warm.task_id != turn.task_id:
             return
         if not warm.prompt_sent:
-            self._pool.release(warm)
-            self._notify()
+            self._release(warm)
             return
         pump = warm.pump
         stopped = False
@@ -421,23 +408,22 @@ class ClaudeBackend:
             self._record_cost(warm, pump.result.total_cost_usd)
         if stopped:
             log.info("claude.interrupted", pid=warm.pid, task_id=turn.task_id)
-            self._pool.release(warm)
-            self._notify()
+            self._release(warm)
             return
-        self._pool.remove(warm)
+        self._forget(warm)
         log.warning("claude.interrupt_timeout", pid=warm.pid, task_id=turn.task_id)
         await self._stop(warm, force=True)
 
     async def drop_session(self, session_id: str) -> None:
         self._costs.pop(session_id, None)
-        for warm in self._pool.with_session(session_id):
+        for warm in [w for w in self._pool.values() if w.session_id == session_id]:
             if not warm.busy:
                 await self._retire(warm, "session dropped")
 
     # ----- status ----------------------------------------------------------------------------
 
     async def health(self) -> Health:
-        if self._host is None or self._host.done():
+        if self._tg is None:
             return Health(ok=False, detail="not running")
         return Health(ok=True, detail=f"{len(self._pool)} warm session(s)")
 

@@ -8,15 +8,13 @@ children (Linux `/proc`; elsewhere the pid stays unknown and stopping relies on 
 from __future__ import annotations
 
 import os
-import signal
-from contextlib import suppress
 from typing import Protocol
 
 import anyio
 import structlog
 
 from core.backend import procfs
-from core.backend.process import track, untrack
+from core.backend.process import stop_pid, track, untrack
 
 log = structlog.get_logger(__name__)
 
@@ -55,18 +53,13 @@ def alive(pid: int) -> bool:
     return info is not None and not info.zombie
 
 
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-
-
 async def stop(client: Disconnectable, pid: int | None, *, grace: float, force: bool) -> None:
     """Close `client` and make sure its process is gone: terminate -> wait -> kill -> reap.
 
     The SDK's disconnect closes stdin, waits for the exit and reaps the child; it escalates on
-    its own only after several seconds. With the pid known, SIGTERM goes out after `grace`
-    (at once when `force`) and SIGKILL `grace` later. The signals stop as soon as the child is
-    reaped, so a reused pid is never hit.
+    its own only after several seconds. With the pid known, the kit's `stop_pid` runs beside
+    it (SIGTERM after `grace`, at once when `force`, SIGKILL `grace` later) until the
+    disconnect is done.
     """
     async with anyio.create_task_group() as tg:
 
@@ -79,11 +72,6 @@ async def stop(client: Disconnectable, pid: int | None, *, grace: float, force: 
 
         tg.start_soon(close)
         if pid is not None:
-            await anyio.sleep(0 if force else grace)
-            log.info("claude.terminate", pid=pid)
-            _signal(pid, signal.SIGTERM)
-            await anyio.sleep(grace)
-            log.warning("claude.kill", pid=pid)
-            _signal(pid, signal.SIGKILL)
+            await stop_pid(pid, grace=grace, force=force)
     if pid is not None:
         await untrack(pid)

@@ -1,7 +1,8 @@
 """The Codex backend: one long-lived `codex app-server` per daemon, one thread per context.
 
-- `start()` checks the working directory and the binary, then starts the app-server;
-  `aclose()` stops it (and its process group) and the background tasks.
+- `start()` checks the working directory and the binary; `serve()` (in the engine's task
+  group) starts the app-server and hosts the background work, and stops the app-server (and
+  its process group) when it is cancelled; `aclose()` makes sure it is stopped.
 - `run_turn()` takes the context's thread (warm, else `thread/resume` by id, else
   `thread/start`), emits `SessionBound` at once, starts the turn and maps its notifications
   (`wrappers.codex.events`). A thread stays loaded (warm) after its turn; idle ones are unloaded
@@ -27,13 +28,12 @@ from dataclasses import dataclass, field
 
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
     Diagnosis,
-    Failed,
-    FailureKind,
     Health,
     Progress,
     SessionBound,
@@ -41,7 +41,7 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.pool import WarmPool
 from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
 from wrappers.codex.appserver import (
@@ -55,6 +55,7 @@ from wrappers.codex.background import Background
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import diagnose
 from wrappers.codex.events import TurnState, map_notification
+from wrappers.codex.failures import server_gone, turn_refused
 from wrappers.codex.inputs import input_items
 from wrappers.codex.options import (
     Launch,
@@ -91,7 +92,7 @@ class _Unloading:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
-class CodexBackend:
+class CodexBackend(BackendBase):
     name = "codex"
 
     def __init__(
@@ -126,24 +127,38 @@ class CodexBackend:
         except (OSError, ValueError) as exc:
             raise BackendUnavailableError(str(exc)) from exc
         self._launch = launch(self.config, binary, self._environ)
-        self._background = await Background.open()
-        try:
-            await self._ensure_server()
-        except BaseException:
-            await self._background.aclose()
-            self._background = None
-            raise
-        self._background.start_soon(self._evict_idle_forever, name="codex-evict-idle")
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start the app-server, then unload idle threads until cancelled; then stop the
+        app-server before the background group ends (background.py says why)."""
+        until = anyio.Event()
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as tg:
+            await tg.start(Background.host, self._host, until)
+            try:
+                try:
+                    await self._ensure_server()
+                except Exception as exc:  # noqa: BLE001 - raised below, not in an exception group
+                    failed.append(exc)
+                else:
+                    task_status.started()
+                    await self._evict_idle_forever()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.aclose()
+                until.set()
+        if failed:
+            raise failed[0]
+
+    def _host(self, background: Background | None) -> None:
+        self._background = background
 
     async def aclose(self) -> None:
-        """Stop the app-server (every thread stays on disk) and the background tasks."""
+        """Stop the app-server (every thread stays on disk). Idempotent."""
         server, self._server = self._server, None
         if server is not None:
             await server.aclose()
         self._threads.drain()
-        if self._background is not None:
-            await self._background.aclose()
-            self._background = None
 
     @property
     def app_server_pid(self) -> int | None:
@@ -182,7 +197,7 @@ class CodexBackend:
             server = await self._ensure_server()
             thread, notes = await self._open_thread(server, turn.session_id)
         except AppServerExitedError as exc:
-            yield _server_gone("unavailable", str(exc))
+            yield server_gone("unavailable", str(exc))
             return
         except BackendUnavailableError as exc:
             yield safe_failure(
@@ -209,7 +224,7 @@ class CodexBackend:
                         started = await server.request("turn/start", self._turn_start(turn, thread))
                 except (AppServerError, AppServerExitedError, TimeoutError) as exc:
                     active.finished = True
-                    yield _turn_refused(exc)
+                    yield turn_refused(exc)
                     return
                 active.turn_id = str(started["turn"]["id"])
                 state = TurnState(active.turn_id, thread.model)
@@ -231,7 +246,7 @@ class CodexBackend:
                         active.finished = True
                         return
                 active.finished = True
-                yield _server_gone("error", server.exit_reason)
+                yield server_gone("error", server.exit_reason)
         finally:
             if active is None or active.finished:
                 self._active.pop(turn.task_id, None)
@@ -467,22 +482,3 @@ class CodexBackend:
         if self.config.home is not None:
             return f"CODEX_HOME={shlex.quote(str(self.config.home.expanduser()))} {command}"
         return command
-
-
-def _server_gone(kind: FailureKind, reason: str) -> Failed:
-    # The reason quotes the app-server's last stderr line: for the log only.
-    return safe_failure(
-        kind,
-        "The Codex app-server stopped during the turn. The next message starts a new one and "
-        "continues this conversation.",
-        event="codex.app_server.gone",
-        detail=reason,
-    )
-
-
-def _turn_refused(exc: Exception) -> Failed:
-    if isinstance(exc, AppServerExitedError):
-        return _server_gone("unavailable", str(exc))
-    if isinstance(exc, TimeoutError):
-        return Failed("error", "Codex did not start the turn in time.")
-    return safe_failure("error", "Codex refused the turn.", event="codex.turn.refused", exc=exc)

@@ -3,14 +3,10 @@
 
 from __future__ import annotations
 
-import os
-import signal
-from contextlib import suppress
-from pathlib import Path
-
 import anyio
 from anyio.abc import Process
 
+from core.backend import procfs
 from core.backend.process import stop, wait_exited
 
 
@@ -23,33 +19,27 @@ async def stop_agent_process(process: Process, *, grace: float = 5.0) -> int:
     return code
 
 
-def thread_commands(thread_id: str, proc: Path = Path("/proc")) -> list[int]:
-    """Pids of the tool commands Codex runs for `thread_id`: Codex gives each one
-    CODEX_THREAD_ID and CODEX_TOOL_CALL_ID in its environment."""
-    wanted = f"CODEX_THREAD_ID={thread_id}".encode()
+def thread_commands(thread_id: str) -> list[procfs.ProcessInfo]:
+    """The tool commands Codex runs for `thread_id`: Codex gives each one CODEX_THREAD_ID and
+    CODEX_TOOL_CALL_ID in its environment."""
     found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-        if wanted in environ and any(v.startswith(b"CODEX_TOOL_CALL_ID=") for v in environ):
-            found.append(int(entry.name))
+    for info in procfs.processes():
+        environment = procfs.environment(info.pid)
+        if environment.get("CODEX_THREAD_ID") == thread_id and "CODEX_TOOL_CALL_ID" in environment:
+            found.append(info)
     return found
 
 
 async def stop_thread_commands(thread_id: str, *, grace: float) -> None:
     """Make sure no command of `thread_id` survives: wait `grace` seconds for them to end
     (Codex kills them itself), then SIGKILL what is left and wait for it."""
-    pids = thread_commands(thread_id)
-    if not pids:
+    commands = thread_commands(thread_id)
+    if not commands:
         return
+    pids = [c.pid for c in commands]
     with anyio.move_on_after(grace):
         await wait_exited(pids)
         return
-    for pid in pids:
-        with suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    for command in commands:
+        procfs.kill(command)  # that very process: a pid reused meanwhile is left alone
     await wait_exited(pids)

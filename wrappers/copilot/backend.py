@@ -6,7 +6,6 @@ a turn is `session.send()` then the session's events until the root `session.idl
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import uuid
@@ -14,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from core.backend import (
     ApprovalRequest,
@@ -26,7 +26,7 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendBase, BackendUnavailableError
 from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.diagnose import diagnose
 from wrappers.copilot.events import TurnState, map_event
@@ -34,7 +34,7 @@ from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
 from wrappers.copilot.prompt import build_message
 from wrappers.copilot.runtime import Child, CopilotRuntime
-from wrappers.copilot.sessions import ActiveTurn, ChildExited, SessionPool, WarmSession
+from wrappers.copilot.sessions import ActiveTurn, ChildExited, WarmSession, WarmSessions
 
 log = structlog.get_logger(__name__)
 
@@ -43,11 +43,11 @@ ABORT_GRACE = 3.0
 DISCONNECT_TIMEOUT = 5.0
 
 
-class CopilotBackend:
+class CopilotBackend(BackendBase):
     """The `Backend` for GitHub Copilot CLI.
 
-    Background work (crash watchers, the warm-session sweeper) runs in the backend's own task
-    group from `start()` until `aclose()`.
+    Background work (crash watchers, the warm-session sweeper) runs in `serve()`, which the
+    engine hosts in its task group between `start()` and `aclose()`.
     """
 
     name = "copilot"
@@ -62,9 +62,7 @@ class CopilotBackend:
             allow_all=config.dangerously_allow_all_tools,
         )
         self._runtime = CopilotRuntime(config, environ=self._environ, on_exit=self._child_exited)
-        self._pool = SessionPool(warm_idle_ms=config.warm_idle, max_warm=config.max_warm)
-        self._host: asyncio.Task[None] | None = None
-        self._stopping = anyio.Event()
+        self._pool = WarmSessions(warm_idle_ms=config.warm_idle, max_warm=config.max_warm)
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -74,39 +72,26 @@ class CopilotBackend:
             raise BackendUnavailableError(
                 f"copilot.workingDirectory {str(workdir)!r} does not exist or is not a directory"
             )
-        ready, self._stopping = anyio.Event(), anyio.Event()
-        self._host = asyncio.create_task(self._host_tasks(ready), name="copilot-backend")
-        await ready.wait()
         try:
             await self._runtime.child()
         except BaseException:
             await self.aclose()
             raise
 
-    async def _host_tasks(self, ready: anyio.Event) -> None:
-        """The backend's task group (crash watchers, the warm-session sweeper), held by a task
-        of its own so `aclose()` may come from any task or cancel scope (as in the app's
-        service lifecycle)."""
-        try:
-            async with anyio.create_task_group() as tg:
-                self._runtime.bind(tg)
-                tg.start_soon(self._evict_forever)
-                ready.set()
-                await self._stopping.wait()
-                tg.cancel_scope.cancel()
-        finally:
-            ready.set()
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Watch the CLI children for crashes and close warm sessions idle for `warmIdle`."""
+        async with anyio.create_task_group() as tg:
+            self._runtime.bind(tg)
+            task_status.started()
+            try:
+                await self._pool.evict_forever(self._disconnect_all)
+            finally:
+                self._runtime.bind(None)
 
     async def aclose(self) -> None:
-        """Stop the CLI (it detaches every session; conversations stay on disk), then the
-        backend's own tasks. Idempotent."""
-        self._pool.take_all()
+        """Stop the CLI (it detaches every session; conversations stay on disk). Idempotent."""
+        self._pool.drain()
         await self._runtime.aclose()
-        host, self._host = self._host, None
-        if host is not None:
-            self._stopping.set()
-            with anyio.CancelScope(shield=True):
-                await host
 
     async def health(self) -> Health:
         child = self._runtime.current
@@ -152,7 +137,7 @@ class CopilotBackend:
         if warm.session_id != session_id:
             yield SessionBound(warm.session_id)
             yield Progress("The earlier Copilot session was not found; this is a new one.")
-        active = self._pool.begin(warm, turn.task_id, turn.approvals)
+        active = warm.begin(turn.task_id, turn.approvals)
         try:
             failure = await self._send(warm, active, turn)
             if failure is not None:
@@ -174,7 +159,7 @@ class CopilotBackend:
         finally:
             # A turn cut short stays registered until `interrupt` has stopped it.
             if active.done.is_set() or not active.sent:
-                self._pool.end(warm)
+                self._end(warm)
 
     async def _send(self, warm: WarmSession, active: ActiveTurn, turn: Turn) -> Failed | None:
         prompt, attachments = build_message(turn)
@@ -199,17 +184,17 @@ class CopilotBackend:
         return None
 
     async def _acquire(self, session_id: str, *, resume: bool) -> WarmSession:
-        warm = self._pool.get(session_id)
+        warm = self._pool.live(session_id)
         if warm is not None:
             if warm.turn is not None:  # a turn cut short without an interrupt
                 await self._stop(warm)
+            self._pool.take(session_id)
             return warm
         child = await self._runtime.child()
         with anyio.CancelScope(shield=True):
             opened = await self._open(child, session_id, resume=resume)
             # Beyond maxWarm: close the least recently used idle sessions now, not later.
-            for evicted in self._pool.take_evictable(anyio.current_time()):
-                await self._disconnect(evicted)
+            await self._disconnect_all(self._pool.add(opened.session_id, opened))
         return opened
 
     async def _open(self, child: Child, session_id: str, *, resume: bool) -> WarmSession:
@@ -235,7 +220,6 @@ class CopilotBackend:
             if not child.alive:
                 raise BackendUnavailableError(_exited_message(child.returncode)) from exc
             raise
-        self._pool.add(warm)
         return warm
 
     async def interrupt(self, turn: Turn) -> None:
@@ -261,12 +245,18 @@ class CopilotBackend:
                     log.warning("copilot.abort_timeout", session_id=warm.session_id)
                     await self._runtime.kill(warm.child)
                     self._forget(warm.child)
-        self._pool.end(warm)
+        self._end(warm)
+
+    def _end(self, warm: WarmSession) -> None:
+        """The session's turn is over: it may be evicted from now on."""
+        warm.end()
+        if self._pool.get(warm.session_id) is warm:
+            self._pool.release(warm.session_id)
 
     async def drop_session(self, session_id: str) -> None:
         """The daemon is done with this conversation: close its warm session (the CLI keeps it
         on disk, so `copilot --resume` still finds it)."""
-        warm = self._pool.get(session_id)
+        warm = self._pool.live(session_id)
         if warm is None or warm.turn is not None:
             return
         self._pool.remove(session_id)
@@ -274,11 +264,9 @@ class CopilotBackend:
 
     # ----- background --------------------------------------------------------------------------
 
-    async def _evict_forever(self) -> None:
-        while True:
-            await self._pool.wait_changed(self._pool.next_deadline())
-            for warm in self._pool.take_evictable(anyio.current_time()):
-                await self._disconnect(warm)
+    async def _disconnect_all(self, sessions: list[WarmSession]) -> None:
+        for warm in sessions:
+            await self._disconnect(warm)
 
     async def _disconnect(self, warm: WarmSession) -> None:
         if warm.session is None or not warm.child.alive:

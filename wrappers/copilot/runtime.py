@@ -4,9 +4,7 @@ time, started on demand, watched for a crash, replaced by the next turn after on
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -117,9 +115,13 @@ class CopilotRuntime:
         self._tg: TaskGroup | None = None
         self._closing = False
 
-    def bind(self, tg: TaskGroup) -> None:
-        """The task group that owns the crash watchers (the backend's)."""
+    def bind(self, tg: TaskGroup | None) -> None:
+        """The task group that owns the crash watchers (the backend's `serve`; None once it
+        ends). The child already running gets its watcher now."""
         self._tg = tg
+        child = self._current
+        if tg is not None and child is not None and child.process is not None:
+            tg.start_soon(self._watch, child, child.process)
 
     @property
     def current(self) -> Child | None:
@@ -223,7 +225,7 @@ async def _force_stop(child: Child) -> None:
     """Kill the CLI and what it started: its shell tools run in sessions of their own, which
     outlive a killed CLI unless killed first."""
     if child.process is not None and child.process.poll() is None:
-        kill_descendants(child.process.pid)
+        procfs.kill_below(child.process.pid, groups=True)
     with anyio.CancelScope(shield=True):
         try:
             await child.client.force_stop()
@@ -240,15 +242,3 @@ def _close_pipes(child: Child) -> None:
     for pipe in (process.stdin, process.stdout, process.stderr):
         if pipe is not None:
             pipe.close()
-
-
-def kill_descendants(pid: int) -> None:
-    """SIGKILL every process below `pid` (their process groups, unless one is ours). Linux
-    (/proc); elsewhere nothing is found and nothing is killed."""
-    own_group = os.getpgrp()
-    for descendant in procfs.descendants(pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if descendant.pgid != own_group:
-                os.killpg(descendant.pgid, signal.SIGKILL)
-            else:
-                os.kill(descendant.pid, signal.SIGKILL)

@@ -1,15 +1,13 @@
 """Warm sessions: a live SDK session per active conversation, so a follow-up turn is one RPC.
 
 A `WarmSession` belongs to the CLI child it was opened on; when that child ends, its sessions
-are forgotten (the conversation stays on disk and is resumed on the next child). The pool keeps
-at most `maxWarm` idle sessions, least recently used first out, and lets go of any idle longer
-than `warmIdle`; a session with a running turn is never evicted.
+are forgotten (the conversation stays on disk and is resumed on the next child). Which stay is
+the kit's `WarmPool` (`maxWarm` LRU, `warmIdle`, a session with a running turn never evicted).
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -20,6 +18,7 @@ from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.session_events import SessionEvent, SessionIdleData
 
 from core.backend import ApprovalRequest
+from core.backend.pool import WarmPool
 from wrappers.copilot.permissions import (
     Answer,
     PermissionPolicy,
@@ -64,7 +63,6 @@ class WarmSession:
     policy: PermissionPolicy
     session: CopilotSession | None = None
     turn: ActiveTurn | None = None
-    last_used: float = 0.0
     # What the caller approved with `approve_always` in this session (request_key()).
     always: set[str] = field(default_factory=set)
 
@@ -90,6 +88,17 @@ class WarmSession:
             self.always.add(key)
         return PermissionDecisionApproveOnce()
 
+    def begin(self, task_id: str, approvals: Literal["policy", "ask"] = "policy") -> ActiveTurn:
+        send, receive = anyio.create_memory_object_stream[TurnItem](math.inf)
+        self.turn = ActiveTurn(task_id, send, receive, approvals)
+        return self.turn
+
+    def end(self) -> None:
+        """The session's turn is over."""
+        if self.turn is not None:
+            self.turn.close()
+            self.turn = None
+
     def dispatch(self, event: SessionEvent) -> None:
         """The SDK's event callback (runs in the event loop): route to the running turn."""
         turn = self.turn
@@ -106,93 +115,24 @@ class WarmSession:
             turn.done.set()
 
 
-class SessionPool:
-    def __init__(self, *, warm_idle_ms: int, max_warm: int) -> None:
-        self._idle = warm_idle_ms / 1000 if warm_idle_ms > 0 else math.inf
-        self._max = max_warm
-        self._sessions: OrderedDict[str, WarmSession] = OrderedDict()
-        self._changed = anyio.Event()
+class WarmSessions(WarmPool[str, WarmSession]):
+    """The kit's warm pool (by session id), plus what a session of Copilot's shared CLI
+    needs: one of a CLI that is gone is never handed out, a turn's session is found by its
+    task, and a CLI that ends takes its sessions along."""
 
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def get(self, session_id: str) -> WarmSession | None:
-        warm = self._sessions.get(session_id)
-        if warm is None or not warm.child.alive:
-            return None
-        self._sessions.move_to_end(session_id)
-        return warm
-
-    def add(self, warm: WarmSession) -> None:
-        warm.last_used = anyio.current_time()
-        self._sessions[warm.session_id] = warm
-        self._sessions.move_to_end(warm.session_id)
-        self._notify()
-
-    def begin(
-        self, warm: WarmSession, task_id: str, approvals: Literal["policy", "ask"] = "policy"
-    ) -> ActiveTurn:
-        send, receive = anyio.create_memory_object_stream[TurnItem](math.inf)
-        warm.turn = ActiveTurn(task_id, send, receive, approvals)
-        return warm.turn
-
-    def end(self, warm: WarmSession) -> None:
-        """The session's turn is over: it may be evicted from now on."""
-        if warm.turn is not None:
-            warm.turn.close()
-            warm.turn = None
-        warm.last_used = anyio.current_time()
-        self._notify()
+    def live(self, session_id: str) -> WarmSession | None:
+        warm = self.get(session_id)
+        return warm if warm is not None and warm.child.alive else None
 
     def for_task(self, task_id: str) -> WarmSession | None:
-        for warm in self._sessions.values():
+        for warm in self.values():
             if warm.turn is not None and warm.turn.task_id == task_id:
                 return warm
         return None
 
-    def remove(self, session_id: str) -> WarmSession | None:
-        warm = self._sessions.pop(session_id, None)
-        if warm is not None:
-            self._notify()
-        return warm
-
     def forget_child(self, child: Child) -> list[WarmSession]:
         """Drop every session of a child that is gone."""
-        gone = [w for w in self._sessions.values() if w.child is child]
+        gone = [w for w in self.values() if w.child is child]
         for warm in gone:
-            del self._sessions[warm.session_id]
+            self.remove(warm.session_id)
         return gone
-
-    def take_evictable(self, now: float) -> list[WarmSession]:
-        """Remove and return the idle sessions to close: idle too long, or beyond `maxWarm`."""
-        idle = [w for w in self._sessions.values() if w.turn is None]
-        evict = [w for w in idle if now - w.last_used >= self._idle]
-        excess = len(self._sessions) - len(evict) - self._max
-        for warm in idle:  # least recently used first
-            if excess <= 0:
-                break
-            if warm not in evict:
-                evict.append(warm)
-                excess -= 1
-        for warm in evict:
-            del self._sessions[warm.session_id]
-        return evict
-
-    def take_all(self) -> list[WarmSession]:
-        sessions = list(self._sessions.values())
-        self._sessions.clear()
-        return sessions
-
-    def next_deadline(self) -> float:
-        """When the next idle session expires (`math.inf`: never)."""
-        idle = [w.last_used for w in self._sessions.values() if w.turn is None]
-        return min(idle) + self._idle if idle else math.inf
-
-    async def wait_changed(self, deadline: float) -> None:
-        """Until the pool changes or `deadline` (an `anyio.current_time()` value) passes."""
-        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-            await self._changed.wait()
-
-    def _notify(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()

@@ -6,13 +6,14 @@ import base64
 import json
 import shlex
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AsyncExitStack, aclosing
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import anyio
 import structlog
+from anyio.abc import TaskStatus
 
 from core.backend import (
     BackendEvent,
@@ -26,7 +27,7 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.pool import WarmPool
 from wrappers.opencode import diagnose as diagnostics
 from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
@@ -61,12 +62,12 @@ class _ActiveTurn:
     client: OpencodeClient
 
 
-class OpencodeBackend:
+class OpencodeBackend(BackendBase):
     """The `Backend` for OpenCode (docs/backends.md#opencode).
 
-    `start()` enters a task group that holds the server supervisor and its event reader;
-    `aclose()` leaves it, stopping both (the core calls them from one task). Turns of different
-    sessions run concurrently on the one server.
+    `serve()` is the server supervisor (it starts the server and its event reader, restarts a
+    crashed one, and stops it when cancelled), hosted in the engine's task group. Turns of
+    different sessions run concurrently on the one server.
     """
 
     name = "opencode"
@@ -75,7 +76,6 @@ class OpencodeBackend:
         self.config = config
         self._router = EventRouter()
         self._server = OpencodeServer(config, self._router)
-        self._stack: AsyncExitStack | None = None
         self._active: dict[str, _ActiveTurn] = {}
         # Sessions known to exist in OpenCode; a forgotten one is checked again on its next turn.
         self._warm: WarmPool[str, str] = WarmPool(
@@ -90,23 +90,16 @@ class OpencodeBackend:
         directory = self.config.working_directory.expanduser()
         if not self.config.server_url and not directory.is_dir():
             raise BackendUnavailableError(f"opencode.workingDirectory {directory} does not exist")
-        stack = AsyncExitStack()
-        try:
-            tg = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tg.cancel_scope.cancel)
-            await tg.start(self._server.run)
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Ready once the server answers (a server that does not start raises
+        BackendUnavailableError); keeps it up until cancelled, then stops it."""
+        await self._server.run(task_status=task_status)
 
     async def aclose(self) -> None:
-        stack, self._stack = self._stack, None
         for active in list(self._active.values()):
             active.inbox.close()
         self._active.clear()
-        if stack is not None:
-            await stack.aclose()
 
     @property
     def server_pid(self) -> int | None:

@@ -15,6 +15,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient
 
+from core.backend import process as kit_process
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.anthropic import AnthropicMock
@@ -54,16 +55,9 @@ def claude_processes() -> list[int]:
 
 
 async def wait_exited(pid: int) -> None:
-    """Wait until `pid` has exited, on its pidfd becoming readable (no polling); bounded."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(EXIT_TIMEOUT):
-            await anyio.wait_readable(fd)
-    finally:
-        os.close(fd)
+    """Wait until `pid` has exited (the kit's pidfd wait, no polling); bounded."""
+    with anyio.fail_after(EXIT_TIMEOUT):
+        await kit_process.wait_exited([pid])
 
 
 class FakeClock:

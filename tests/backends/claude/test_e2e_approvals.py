@@ -12,14 +12,11 @@ from tests.backends.claude.conftest import (
     StartDaemon,
     send,
 )
-from tests.support.mock_models.anthropic import AnthropicMock, Reply, ToolUse
+from tests.support.mock_models.anthropic import AnthropicMock
+from tests.support.mock_models.steps import Shell
 
 # Not read-only and not a file edit: acceptEdits leaves it to the permission callback.
 COMMAND = "python3 -c \"open('ran.txt', 'w').write('ran')\" && echo ran-it"
-RUN = Reply(
-    text="I will run a command.",
-    tool_use=ToolUse("Bash", {"command": COMMAND, "description": "write ran.txt"}),
-)
 
 
 def tool_result(mock: AnthropicMock) -> dict[str, Any]:
@@ -33,7 +30,7 @@ def tool_result(mock: AnthropicMock) -> dict[str, Any]:
 async def test_policy_mode_asks_nothing_and_the_command_is_denied(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    mock.on("run it", RUN)
+    mock.turns.add([Shell(COMMAND)])
     client = await start_daemon()
 
     task = await send(client, "Please run it.", "ctx-policy")

@@ -15,6 +15,7 @@ from tests.backends.claude.conftest import (
     stream,
 )
 from tests.support.mock_models.anthropic import AnthropicMock, Reply, ToolUse
+from tests.support.mock_models.steps import Say, WriteFile
 from tests.support.wire import call, user_message
 
 MODEL_TEXT = (
@@ -56,8 +57,7 @@ async def test_a_file_the_agent_writes_is_reported_as_a_file_change(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
     target = claude_env.workdir / "notes.txt"
-    write = ToolUse("Write", {"file_path": str(target), "content": "written by the agent\n"})
-    mock.on("write a file", Reply(tool_use=write))
+    mock.turns.add([WriteFile(str(target), "written by the agent\n")])
     client = await start_daemon()
 
     events = await stream(client, "Please write a file.", "ctx-file")
@@ -86,7 +86,7 @@ async def test_an_attached_text_file_reaches_the_model(
 async def test_the_default_output_mode_sends_one_final_artifact(
     start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    mock.on("stream please", Reply(text=MODEL_TEXT, chunk=7))
+    mock.turns.add([Say(MODEL_TEXT)])  # streamed in small chunks
     client = await start_daemon()
 
     task = await send(client, "stream please", "ctx-final")

@@ -23,10 +23,9 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock, Reply
+from tests.support.mock_models.anthropic import AnthropicMock
+from tests.support.mock_models.steps import Hang, Upstream
 from wrappers.claude.backend import CRASHED
-
-STALL = Reply(text="never sent", stall=120)
 
 
 @pytest.mark.parametrize(
@@ -39,7 +38,7 @@ STALL = Reply(text="never sent", stall=120)
 async def test_a_failing_model_endpoint_fails_the_task_with_a_clear_message(
     start_daemon: StartDaemon, mock: AnthropicMock, status: int, expected: str
 ) -> None:
-    mock.on("fail please", Reply(error=status))
+    mock.turns.add([Upstream(status)])
     client = await start_daemon()
 
     task = await send(client, "fail please", "ctx-e")
@@ -93,10 +92,10 @@ async def test_an_endpoint_retried_by_the_agent_is_bounded_by_the_turn_deadline(
 ) -> None:
     # With its default retries, Claude Code keeps retrying a 529 with backoff: only the
     # daemon's deadline ends the turn.
-    mock.on("overloaded", Reply(error=529))
     retrying: dict[str, Any] = {"claude": {"env": {"CLAUDE_CODE_MAX_RETRIES": "10"}}}
     client = await start_daemon(claude_env.settings(timeouts={"turn": 6000}, **retrying))
     await send(client, "Hello.", "ctx-retry")  # warm: the deadline measures the retries only
+    mock.turns.add([Upstream(529)])  # its retries too
 
     started = time.monotonic()
     task = await send(client, "overloaded", "ctx-retry")
@@ -111,9 +110,9 @@ async def test_an_endpoint_retried_by_the_agent_is_bounded_by_the_turn_deadline(
 async def test_an_agent_that_dies_mid_turn_fails_the_task_and_the_next_turn_resumes(
     start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    mock.on("stall now", STALL)
     client = await start_daemon()
     first = await send(client, "Remember the word PAPAYA.", "ctx-x")
+    mock.turns.add([Hang()])
     (pid,) = claude_processes()
     events: list[dict[str, Any]] = []
 

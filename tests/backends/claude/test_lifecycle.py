@@ -13,7 +13,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestServer
 
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendUnavailableError, running
 from core.cli import main
 from core.server.app import create_app
 from core.tasks.startup import BackendStartError
@@ -31,7 +31,8 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock, Reply
+from tests.support.mock_models.anthropic import AnthropicMock
+from tests.support.mock_models.steps import Hang
 from tests.support.wire import call
 from wrappers.claude import ClaudeBackend, create
 from wrappers.claude.config import ClaudeConfig
@@ -74,11 +75,11 @@ async def test_beyond_max_warm_the_least_recently_used_process_is_stopped(
 async def test_an_agent_that_ignores_its_interrupt_is_killed_and_the_task_canceled(
     claude_env: ClaudeEnv, aiohttp_client: AiohttpClient, mock: AnthropicMock
 ) -> None:
-    mock.on("stall now", Reply(text="never sent", stall=120))
     settings = claude_env.settings()
     backend = ClaudeBackend(settings.block(ClaudeConfig), interrupt_grace=0.5, stop_grace=0.5)
     client = await aiohttp_client(create_app(settings, backend=backend))
     first = await send(client, "Remember the word PAPAYA.", "ctx-k")
+    mock.turns.add([Hang()])
     (pid,) = claude_processes()
     task = await send(client, "stall now", "ctx-k", returnImmediately=True)
     await mock.wait_for_request(2)
@@ -99,10 +100,10 @@ async def test_an_agent_that_ignores_its_interrupt_is_killed_and_the_task_cancel
 async def test_shutdown_stops_a_running_turn_and_every_process(
     claude_env: ClaudeEnv, start_daemon: StartDaemon, mock: AnthropicMock
 ) -> None:
-    mock.on("stall now", Reply(text="never sent", stall=120))
     # A running turn gets server.shutdownTimeout to finish before it is stopped.
     client = await start_daemon(claude_env.settings(server={"shutdownTimeout": 500}))
     await send(client, "Hello.", "ctx-idle")
+    mock.turns.add([Hang()])
     task = await send(client, "stall now", "ctx-busy", returnImmediately=True)
     stalled = await mock.wait_for_request(2)
     assert len(claude_processes()) == 2
@@ -154,11 +155,8 @@ async def test_bypass_permissions_as_root_needs_a_sandbox(
 
     sandboxed = {**dangerous, "env": {"IS_SANDBOX": "1"}}
     backend = create(claude_env.settings(claude=sandboxed).block(ClaudeConfig))
-    await backend.start()
-    try:
+    async with running(backend):  # start, serve in a task group, then aclose: as the engine
         assert (await backend.health()).ok
-    finally:
-        await backend.aclose()
     assert not (await backend.health()).ok
 
 

@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient
 
 from core.server.app import create_app
 from tests.backends.codex.support import codex_block, codex_settings
+from tests.support.hosting import Hosted
 from tests.support.mock_models.openai_responses import ResponsesMock
 from wrappers.codex.appserver import Tap
 from wrappers.codex.backend import CodexBackend
@@ -47,20 +48,22 @@ def codex_config(mock: ResponsesMock, codex_root: Path) -> Callable[..., CodexCo
 async def make_backend(
     codex_config: Callable[..., CodexConfig],
 ) -> AsyncIterator[MakeBackend]:
-    """Started backends, each closed at teardown (closing twice is harmless)."""
-    started: list[CodexBackend] = []
+    """Backends started and served as the engine runs them, each closed at teardown (closing
+    one a test closed already is harmless)."""
+    started: list[Hosted] = []
 
     async def make(
         clock: Callable[[], float] = time.monotonic, tap: Tap | None = None, **overrides: Any
     ) -> CodexBackend:
         backend = CodexBackend(codex_config(**overrides), clock=clock, tap=tap)
-        await backend.start()
-        started.append(backend)
+        hosted = Hosted(backend)
+        await hosted.start()
+        started.append(hosted)
         return backend
 
     yield make
-    for backend in reversed(started):
-        await backend.aclose()
+    for hosted in reversed(started):
+        await hosted.aclose()
 
 
 @pytest.fixture

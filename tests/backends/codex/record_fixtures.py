@@ -19,6 +19,7 @@ import anyio
 
 from core.backend import TextContent, Turn
 from tests.backends.codex.support import codex_block
+from tests.support.hosting import Hosted
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
@@ -34,6 +35,7 @@ class Recorder:
         self.root = root
         self.messages: list[dict[str, Any]] = []
         self.backend: CodexBackend | None = None
+        self.hosted: Hosted | None = None
         self.session: str | None = None
         self.turns = 0
 
@@ -43,12 +45,13 @@ class Recorder:
     async def open(self, **overrides: Any) -> CodexBackend:
         config = CodexConfig.model_validate(codex_block(self.mock.base_url, self.root, **overrides))
         self.backend = CodexBackend(config, tap=self.tap)
-        await self.backend.start()
+        self.hosted = Hosted(self.backend)
+        await self.hosted.start()
         return self.backend
 
     async def close(self) -> None:
-        if self.backend is not None:
-            await self.backend.aclose()
+        if self.hosted is not None:
+            await self.hosted.aclose()
 
     def turn(self, text: str) -> Turn:
         self.turns += 1

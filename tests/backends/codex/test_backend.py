@@ -21,6 +21,7 @@ from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
 from tests.support.errors import assert_logged_safely
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
+from tests.support.mock_models.steps import Shell
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.options import codex_binary
@@ -150,7 +151,7 @@ async def test_interrupt_stops_the_running_command_and_the_thread_goes_on(
     os.mkfifo(ready)
     # One process named `marker` says it runs (through the fifo), then sleeps for an hour.
     sleeper = "import time; open('ready', 'w').write('ready\\n'); time.sleep(3600)"
-    mock.script(Reply.shell(f'exec -a {marker} {sys.executable} -c "{sleeper}"'))
+    mock.turns.add([Shell(f'exec -a {marker} {sys.executable} -c "{sleeper}"')])
     request = turn("Run the long command.", task="t1")
     events: list[BackendEvent] = []
 

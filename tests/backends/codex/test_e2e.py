@@ -22,6 +22,7 @@ from tests.backends.codex.conftest import Client, MakeCodexClient
 from tests.backends.codex.support import codex_settings
 from tests.support.errors import SECRET, error_id
 from tests.support.mock_models.openai_responses import Reply, ResponsesMock
+from tests.support.mock_models.steps import Shell, Upstream
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 from wrappers.codex.config import CodexConfig
 
@@ -76,7 +77,7 @@ async def test_a_tool_turn_shows_the_call_as_progress_and_completes(
     make_codex_client: MakeCodexClient, mock: ResponsesMock
 ) -> None:
     client = await make_codex_client()
-    mock.script(Reply.shell("echo hello-from-tool"))
+    mock.turns.add([Shell("echo hello-from-tool")])
 
     events = await stream(client, "Run the tool.")
 
@@ -103,7 +104,7 @@ async def test_a_model_endpoint_error_fails_the_task_with_a_clear_message(
     make_codex_client: MakeCodexClient, mock: ResponsesMock, status: int, expected: str
 ) -> None:
     client = await make_codex_client(timeouts={"turn": 30_000, "idle": 20_000})
-    mock.script(Reply.error(status, f"scripted: {SECRET}"))
+    mock.turns.add([Upstream(status, f"scripted: {SECRET}")])
 
     started = time.monotonic()
     task = await send(client, "This will fail.")
@@ -142,7 +143,7 @@ async def test_usage_per_turn_lands_in_the_task_metadata(
     client = await make_codex_client()
 
     first = await send(client, "hello")
-    mock.script(Reply.shell("true"))
+    mock.turns.add([Shell("true")])
     second = await send(client, "run something")  # two model requests
     third = await send(client, "and again")
 

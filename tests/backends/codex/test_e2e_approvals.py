@@ -10,7 +10,8 @@ from typing import Any
 
 from tests.backends.codex.conftest import Client, MakeCodexClient
 from tests.backends.codex.test_e2e import send, wrapper
-from tests.support.mock_models.openai_responses import Reply, ResponsesMock
+from tests.support.mock_models.openai_responses import ResponsesMock
+from tests.support.mock_models.steps import Shell, WriteFile
 from tests.support.wire import call, user_message
 
 ASK = {"mode": "ask"}
@@ -27,7 +28,7 @@ def outside(tmp_path: Path) -> Path:
 
 
 async def ask(client: Client, mock: ResponsesMock, marker: Path, **config: Any) -> dict[str, Any]:
-    mock.script(Reply.escalated_shell(f"touch {marker}", WHY))
+    mock.turns.add([Shell(f"touch {marker}", escalate=WHY)])
     return await send(client, "Create the marker.", **config)
 
 
@@ -63,19 +64,7 @@ async def test_a_patch_outside_the_writable_roots_is_asked_and_applied_once_appr
 ) -> None:
     client = await make_codex_client(approvals=ASK)
     target = outside(tmp_path).with_name("patched.txt")
-    patch = f"*** Begin Patch\n*** Add File: {target}\n+hello\n*** End Patch\n"
-    mock.script(
-        Reply.of_items(
-            {
-                "type": "custom_tool_call",
-                "id": "ctc_1",
-                "call_id": "call_patch",
-                "name": "apply_patch",
-                "input": patch,
-                "status": "completed",
-            }
-        )
-    )
+    mock.turns.add([WriteFile(str(target), "hello")])  # an apply_patch adding the file
     asked = await send(client, "Write the file.")
 
     assert asked["status"]["state"] == INPUT_REQUIRED

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from core.backend import Failed
+from core.backend.base import serving
 from tests.support.errors import assert_logged_safely, one_turn
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
@@ -50,8 +51,8 @@ async def test_a_refused_request_fails_with_a_sentence_and_the_text_goes_to_the_
         env={"FAKE_CODEX_REFUSE": refused},
     )
     backend = CodexBackend(config)
-    await backend.start()
-    events, logs = await one_turn(backend)
+    async with serving(backend):  # start, and serve (the app-server) in a task group
+        events, logs = await one_turn(backend)
 
     failed = events[-1]
     assert isinstance(failed, Failed)

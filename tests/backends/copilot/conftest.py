@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from core.backend import procfs
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
+from tests.support.orphans import cmdline
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig
 
@@ -136,19 +138,4 @@ def backend_for(settings: Settings) -> CopilotBackend:
 
 def cli_pids() -> set[int]:
     """The running Copilot CLI children of this test process (`copilot --headless ...`)."""
-    pids = set()
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        # Field 4 of /proc/<pid>/stat is the parent pid; the name in field 2 may hold spaces.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        state = stat.rsplit(")", 1)[1].split()[0]
-        if ppid == me and state != "Z" and b"--headless" in cmdline:
-            pids.add(int(entry.name))
-    return pids
+    return {p.pid for p in procfs.children(os.getpid()) if "--headless" in cmdline(p.pid)}

@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 import pytest
 
+from core.backend import procfs
 from core.backend.base import BackendUnavailableError
 from tests.backends.copilot.conftest import ConfigFactory, cli_pids
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig
-from wrappers.copilot.runtime import kill_descendants
 
 
 def backend(copilot_block: ConfigFactory, **overrides: Any) -> CopilotBackend:
@@ -91,7 +91,7 @@ def test_killing_a_cli_also_kills_the_tools_it_started_in_their_own_sessions() -
         assert parent.stdout is not None
         tool = int(parent.stdout.readline())
 
-        kill_descendants(parent.pid)
+        procfs.kill_below(parent.pid, groups=True)
 
         # The stand-in only returns once its tool is gone (and reaped by it).
         parent.wait(timeout=10)

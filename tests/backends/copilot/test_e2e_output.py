@@ -20,7 +20,8 @@ from tests.backends.copilot.a2a import (
 )
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory
 from tests.support.errors import SECRET, assert_logged_safely
-from tests.support.mock_models.openai_chat import ErrorReply, OpenAIChatMock
+from tests.support.mock_models.openai_chat import OpenAIChatMock
+from tests.support.mock_models.steps import Upstream
 
 
 def tool_prompt(name: str, **arguments: Any) -> str:
@@ -83,9 +84,7 @@ async def test_a_model_endpoint_500_fails_the_task_after_the_cli_retries(
     copilot_app: AppFactory, mock: OpenAIChatMock
 ) -> None:
     # retry-after 0: Copilot still retries 5 times, one second apart instead of backing off.
-    mock.reply(
-        ErrorReply(500, f"upstream exploded: {SECRET}", headers={"retry-after": "0"}), when="boom"
-    )
+    mock.turns.add([Upstream(500, f"upstream exploded: {SECRET}")])  # retry-after 0
     client = await copilot_app()
 
     with anyio.fail_after(30), capture_logs() as logs:

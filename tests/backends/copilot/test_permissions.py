@@ -23,7 +23,7 @@ from copilot.session_events import (
 from core.backend import ApprovalAnswer, ApprovalRequest, Decision
 from wrappers.copilot.permissions import PermissionPolicy, approval_request
 from wrappers.copilot.runtime import Child
-from wrappers.copilot.sessions import SessionPool, WarmSession
+from wrappers.copilot.sessions import WarmSession
 
 FIXTURES = Path(__file__).parent / "fixtures" / "permissions"
 PROJECT = Path("/srv/a2a-project")
@@ -196,8 +196,7 @@ def session(copilot_cli: Path) -> WarmSession:
 async def ask(session: WarmSession, request: PermissionRequest, decision: Decision) -> object:
     """Run the permission callback; answer the question it puts into the turn with
     `decision`."""
-    pool = SessionPool(warm_idle_ms=0, max_warm=1)
-    turn = pool.begin(session, "task", "ask")
+    turn = session.begin("task", "ask")
     result: list[object] = []
 
     async def callback() -> None:
@@ -211,7 +210,7 @@ async def ask(session: WarmSession, request: PermissionRequest, decision: Decisi
             assert isinstance(question, ApprovalRequest)
             question.reply.answer(ApprovalAnswer(decision, "not today"))
     finally:
-        pool.end(session)
+        session.end()
     return result[0]
 
 
@@ -240,14 +239,13 @@ async def test_approve_always_is_remembered_for_the_session(session: WarmSession
 async def test_ask_mode_never_asks_what_a_rule_or_the_default_decides(
     session: WarmSession,
 ) -> None:
-    pool = SessionPool(warm_idle_ms=0, max_warm=1)
-    pool.begin(session, "task", "ask")
+    session.begin("task", "ask")
     try:
         with anyio.fail_after(1):
             inside = await session.permission(recorded("tool_create"), {})
             denied = await session.permission(shell("rm -rf build"), {})
     finally:
-        pool.end(session)
+        session.end()
 
     assert isinstance(inside, PermissionDecisionApproveOnce)
     assert isinstance(denied, PermissionDecisionReject)

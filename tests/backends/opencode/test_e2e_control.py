@@ -15,9 +15,9 @@ from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
 from tests.support.errors import SECRET, assert_logged_safely
 from tests.support.mock_models.openai_chat import (
-    ErrorReply,
     OpenAIChatMock,
 )
+from tests.support.mock_models.steps import Upstream
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,8 +38,8 @@ async def test_model_errors_fail_the_task_with_a_clear_message(
     expected: str,
 ) -> None:
     # The endpoint's error body quotes a key: OpenCode passes it on, the caller never sees it.
-    # retry-after-ms keeps OpenCode's retry delay short (it honours the header).
-    mock.reply(ErrorReply(status, f"mock says no: {SECRET}", headers={"retry-after-ms": "10"}))
+    # Upstream sends retry-after-ms 10: OpenCode honours it, its retry comes at once.
+    mock.turns.add([Upstream(status, f"mock says no: {SECRET}")])
     settings = opencode_settings(opencode={"maxRetries": 1}, timeouts={"turn": 30_000})
     client = await start_daemon(settings)
 

@@ -17,7 +17,8 @@ import pytest
 
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
-from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply, ToolCallReply
+from tests.support.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
+from tests.support.mock_models.steps import Hang, Shell
 from tests.support.wire import call
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
@@ -55,10 +56,7 @@ async def test_two_turns_continue_one_session_and_usage_lands_in_metadata(
 async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
     opencode_settings: MakeSettings, start_daemon: StartDaemon, mock: OpenAIChatMock
 ) -> None:
-    mock.reply(
-        ToolCallReply("bash", {"command": "echo tool-ran", "description": "Print a marker"}),
-        when="use the shell",
-    )
+    mock.turns.add([Shell("echo tool-ran")])
     client = await start_daemon(opencode_settings())
     response = await client.post(
         "/a2a/jsonrpc",
@@ -92,7 +90,7 @@ async def test_a_crashed_server_fails_its_turn_and_the_next_turn_restarts_it(
     backend = create(settings.block(OpencodeConfig))
     daemon = await start_daemon(settings, backend=backend)
     await send(daemon, "Remember: the secret word is PLUM.", context_id="ctx-c")
-    mock.reply(StallReply(before="Working on it "), when="take your time")
+    mock.turns.add([Hang()])
     pending = asyncio.ensure_future(
         send(daemon, "Please take your time.", context_id="ctx-c", message_id="m-2")
     )

@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from core.backend import Failed, SessionBound
+from core.backend.base import serving
 from tests.support.errors import SECRET, assert_logged_safely, one_turn
 from wrappers.opencode.backend import OpencodeBackend
 from wrappers.opencode.config import OpencodeConfig
@@ -69,8 +70,8 @@ async def test_a_refused_prompt_fails_with_a_sentence_and_the_body_goes_to_the_l
     backend = OpencodeBackend(
         OpencodeConfig(working_directory=tmp_path, server_url=opencode_url, model="mock/model")
     )
-    await backend.start()
-    events, logs = await one_turn(backend)
+    async with serving(backend):  # start, and serve (attach to the server) in a task group
+        events, logs = await one_turn(backend)
 
     assert events[0] == SessionBound("ses_fake")
     failed = events[-1]

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from core.backend import Diagnosis, SessionBound, TextContent, TextDelta, Turn
-from core.backend.base import BackendUnavailableError
+from core.backend.base import BackendUnavailableError, running
 from core.backend.config import working_directory_check
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
@@ -67,12 +67,11 @@ async def test_aclose_stops_the_server_and_every_task_the_backend_started(
     backend = create(block(project, tmp_path / "home", opencode_binary, mock))
     before = asyncio.all_tasks()
 
-    await backend.start()
-    pid = backend.server_pid
-    assert pid is not None and alive(pid)
-    assert (await backend.health()).ok
-    assert await answer_of(backend.run_turn(turn("hello"))) != ("", "")
-    await backend.aclose()
+    async with running(backend):  # start, serve in a task group, aclose: as the engine
+        pid = backend.server_pid
+        assert pid is not None and alive(pid)
+        assert (await backend.health()).ok
+        assert await answer_of(backend.run_turn(turn("hello"))) != ("", "")
 
     assert not alive(pid)
     assert backend.server_pid is None
@@ -101,7 +100,8 @@ async def test_a_server_that_does_not_start_fails_start_with_the_reason(
     before = asyncio.all_tasks()
 
     with pytest.raises(BackendUnavailableError, match="OpenCode did not start") as raised:
-        await backend.start()
+        async with running(backend):
+            pass
 
     assert message in str(raised.value)
     assert asyncio.all_tasks() == before
@@ -139,11 +139,8 @@ async def test_attaches_to_a_running_server_given_by_server_url(
             {"workingDirectory": str(project), "serverUrl": user_url, "model": "mock/mock-model"}
         )
         backend = create(config)
-        await backend.start()
-        try:
+        async with running(backend):
             session, text = await answer_of(backend.run_turn(turn("attached?")))
-        finally:
-            await backend.aclose()
         assert session.startswith("ses_")
         assert text == "MOCK REPLY: attached?"
         assert server.returncode is None  # not ours to stop
@@ -158,13 +155,10 @@ async def test_a_turn_on_a_session_opencode_no_longer_has_starts_a_new_one(
     tmp_path: Path, project: Path, opencode_binary: Path, mock: OpenAIChatMock
 ) -> None:
     backend = create(block(project, tmp_path / "home", opencode_binary, mock))
-    await backend.start()
-    try:
+    async with running(backend):
         first, _ = await answer_of(backend.run_turn(turn("one")))
         await backend.drop_session(first)  # deletes it in OpenCode
         second, text = await answer_of(backend.run_turn(turn("two", session_id=first)))
-    finally:
-        await backend.aclose()
     assert second.startswith("ses_") and second != first
     assert text == "MOCK REPLY: two"
 

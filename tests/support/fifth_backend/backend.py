@@ -1,34 +1,41 @@
-"""`FifthBackend`: turns as streamed chat completions, sessions as JSON files."""
+"""`FifthBackend`: a turn is a loop of streamed chat completions requests, the shell tool run
+between them (asking the caller first under `approvals.mode: ask`), until the model answers
+without a tool call; sessions are JSON files (sessions.py)."""
 
 from __future__ import annotations
 
-import json
+import os
+import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from pathlib import Path
-from typing import Any
 
 import aiohttp
 import anyio
 from anyio.abc import TaskStatus
 
 from core.backend import (
+    ApprovalRequest,
     BackendEvent,
     Diagnosis,
+    Failed,
     Health,
     SessionBound,
-    Text,
     TextDelta,
+    ToolCall,
+    ToolResult,
     Turn,
     Usage,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.pool import WarmPool
+from tests.support.fifth_backend import chat, shell
 from tests.support.fifth_backend.config import FifthConfig
+from tests.support.fifth_backend.sessions import Session, SessionFiles
 
-Messages = list[dict[str, str]]
+# Model requests one turn may make: a model that calls tools forever is stopped there.
+MAX_STEPS = 25
 
 
 class FifthBackend(BackendBase):
@@ -36,24 +43,21 @@ class FifthBackend(BackendBase):
 
     def __init__(self, config: FifthConfig) -> None:
         self.config = config
+        home = config.home or config.working_directory / ".fifth"
+        self._files = SessionFiles(home.expanduser() / "sessions")
         self._http: aiohttp.ClientSession | None = None
-        self._warm: WarmPool[str, Messages] = WarmPool(
+        self._warm: WarmPool[str, Session] = WarmPool(
             max_warm=config.max_warm, warm_idle_ms=config.warm_idle
         )
-        self._responses: dict[str, aiohttp.ClientResponse] = {}
+        self._shells: dict[str, shell.Shell] = {}
         self._serving = False
-
-    @property
-    def _sessions(self) -> Path:
-        home = self.config.home or self.config.working_directory / ".fifth"
-        return home.expanduser() / "sessions"
 
     async def start(self) -> None:
         if not self.config.working_directory.expanduser().is_dir():
             raise BackendUnavailableError(
                 f"fifth.workingDirectory {self.config.working_directory} does not exist"
             )
-        self._sessions.mkdir(parents=True, exist_ok=True)
+        self._files.folder.mkdir(parents=True, exist_ok=True)
         self._http = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=self.config.request_timeout / 1000)
         )
@@ -67,11 +71,13 @@ class FifthBackend(BackendBase):
         finally:
             self._serving = False
 
-    async def _forget(self, expired: list[Messages]) -> None:
-        return None  # nothing to close: the history is on disk already
+    async def _forget(self, expired: list[Session]) -> None:
+        return None  # nothing to close: every turn saved its session already
 
     async def aclose(self) -> None:
         self._warm.drain()
+        for running in list(self._shells.values()):
+            await running.stop_all()
         if self._http is not None:
             await self._http.close()
             self._http = None
@@ -83,25 +89,73 @@ class FifthBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("model endpoint", True, self.config.base_url)]
 
+    def resume_command(self, session_id: str) -> str | None:
+        transcript = f"{sys.executable} -m tests.support.fifth_backend.transcript"
+        return f"{transcript} {self._files.folder} --session {session_id}"
+
     # ----- turns -----------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
-        session_id = turn.session_id or uuid.uuid4().hex
-        yield SessionBound(session_id)
-        messages = [*self._history(session_id), {"role": "user", "content": turn.text}]
-        pieces: list[str] = []
-        usage: dict[str, Any] = {}
+        session = self._session(turn.session_id)
+        yield SessionBound(session.id)
+        messages = [*session.messages, {"role": "user", "content": turn.text}]
+        runner = shell.Shell(
+            self.config.working_directory.expanduser(), {**os.environ, **self.config.env}
+        )
+        self._shells[turn.task_id] = runner
+        used = Usage(0, 0, model=self.config.model)
         try:
-            async with aclosing(self._complete(turn.task_id, messages)) as chunks:
-                async for delta, reported in chunks:
-                    if delta:
-                        pieces.append(delta)
-                        yield TextDelta(delta)
-                    usage.update(reported or {})
+            for _ in range(MAX_STEPS):
+                reply = chat.Reply()
+                async with aclosing(self._ask_model(messages, reply)) as events:
+                    async for event in events:
+                        yield event
+                        if isinstance(event, Failed):
+                            return
+                messages.append(reply.message())
+                used = Usage(
+                    used.input_tokens + reply.input_tokens,
+                    used.output_tokens + reply.output_tokens,
+                    model=self.config.model,
+                )
+                if not reply.calls:
+                    break
+                for use in reply.calls.values():
+                    async for event in self._use_tool(turn, session, use, runner, messages):
+                        yield event
+            else:
+                yield Failed("error", f"The agent stopped after {MAX_STEPS} model requests.")
+                return
+        finally:
+            self._shells.pop(turn.task_id, None)
+            self._warm.release(session.id)
+        session.messages = messages
+        self._files.save(session)
+        yield used
+
+    async def _ask_model(
+        self, messages: list[chat.Message], reply: chat.Reply
+    ) -> AsyncGenerator[BackendEvent, None]:
+        """One model request: its text deltas, or one Failed written for the caller."""
+        if self._http is None:
+            yield BackendUnavailableError("not started").failure(event="fifth.unavailable")
+            return
+        body = {
+            "model": self.config.model or "default",
+            "messages": messages,
+            "tools": [shell.TOOL],
+        }
+        try:
+            async with aclosing(
+                chat.stream(
+                    self._http, self.config.base_url, body, reply, api_key=self.config.api_key
+                )
+            ) as deltas:
+                async for delta in deltas:
+                    yield TextDelta(delta)
         except BackendUnavailableError as exc:
             yield exc.failure(event="fifth.unavailable")
-            return
-        except _ModelError as exc:
+        except chat.ModelError as exc:
             yield safe_failure(
                 "error",
                 "The model refused the turn.",
@@ -109,99 +163,63 @@ class FifthBackend(BackendBase):
                 detail=exc.body,
                 status=exc.status,
             )
-            return
-        finally:
-            self._warm.release(session_id)
-        answer = "".join(pieces)
-        self._save(session_id, [*messages, {"role": "assistant", "content": answer}])
-        yield Text(answer)
-        if usage:
-            yield Usage(
-                int(usage.get("prompt_tokens", 0)),
-                int(usage.get("completion_tokens", 0)),
-                model=self.config.model,
-            )
 
-    async def _complete(
-        self, task_id: str, messages: Messages
-    ) -> AsyncGenerator[tuple[str, dict[str, Any] | None], None]:
-        """(text delta, usage) per streamed chunk. Runs in the turn's consumer: cancelling it
-        closes the request, which is what stops the model."""
-        if self._http is None:
-            raise BackendUnavailableError("the fifth backend is not started")
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
-        body = {"model": self.config.model or "default", "messages": messages, "stream": True}
-        url = f"{self.config.base_url}/chat/completions"
-        try:
-            async with self._http.post(url, json=body, headers=headers) as response:
-                if response.status >= 400:
-                    raise _ModelError(response.status, await response.text())
-                self._responses[task_id] = response
-                try:
-                    async for line in response.content:
-                        chunk = _data(line)
-                        if chunk is None:
-                            continue
-                        choices = chunk.get("choices") or [{}]
-                        delta = (choices[0].get("delta") or {}).get("content") or ""
-                        yield delta, chunk.get("usage")
-                finally:
-                    self._responses.pop(task_id, None)
-        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-            raise BackendUnavailableError(
-                f"{url}: {exc!r}", caller_message="The model endpoint is not reachable."
-            ) from exc
+    async def _use_tool(
+        self,
+        turn: Turn,
+        session: Session,
+        use: chat.ToolUse,
+        runner: shell.Shell,
+        messages: list[chat.Message],
+    ) -> AsyncIterator[BackendEvent]:
+        """Run one tool call (after the caller's approval when it is asked) and append its
+        result for the model."""
+        arguments = use.input()
+        yield ToolCall(use.call_id, use.name, arguments)
+        command = arguments.get("command")
+        if use.name != shell.NAME or not isinstance(command, str):
+            output, failed = f"There is no tool {use.name!r} taking these arguments.", True
+        elif turn.approvals == "ask" and command not in session.approved:
+            question = ApprovalRequest(
+                request_id=use.call_id or uuid.uuid4().hex,
+                kind="command",
+                tool=shell.NAME,
+                summary=f"Run `{command}` in the working directory",
+                detail={"command": command, "cwd": str(runner.cwd)},
+            )
+            yield question
+            answer = await question.reply.wait()
+            if answer.decision == "deny":
+                said = f" They said: {answer.message}" if answer.message else ""
+                output, failed = f"The user denied running this command.{said}", True
+            else:
+                if answer.decision == "approve_always":
+                    session.approved.add(command)
+                output, failed = await runner.run(command), False
+        else:
+            output, failed = await runner.run(command), False
+        yield ToolResult(use.call_id, output, is_error=failed)
+        messages.append({"role": "tool", "tool_call_id": use.call_id, "content": output})
 
     async def interrupt(self, turn: Turn) -> None:
-        """Close the turn's request if its consumer has not already (then the model stops)."""
-        response = self._responses.pop(turn.task_id, None)
-        if response is not None:
-            response.close()
+        """Stop the turn's commands if its consumer's cancellation has not already (closing
+        that consumer also closed its model request)."""
+        running = self._shells.get(turn.task_id)
+        if running is not None:
+            await running.stop_all()
 
     async def drop_session(self, session_id: str) -> None:
         self._warm.remove(session_id)
-        self._file(session_id).unlink(missing_ok=True)
+        self._files.delete(session_id)
 
     # ----- sessions --------------------------------------------------------------------------
 
-    def _file(self, session_id: str) -> Path:
-        return self._sessions / f"{uuid.UUID(hex=session_id).hex}.json"
-
-    def _history(self, session_id: str) -> Messages:
-        warm = self._warm.take(session_id)
-        if warm is not None:
+    def _session(self, session_id: str | None) -> Session:
+        """The session to resume (warm, else from its file), or a new one; busy from now."""
+        if session_id is not None and (warm := self._warm.take(session_id)) is not None:
             return warm
-        try:
-            history: Messages = json.loads(self._file(session_id).read_text())
-        except (OSError, ValueError):
-            history = []
-        if not history and self.config.system_prompt:
-            history = [{"role": "system", "content": self.config.system_prompt}]
-        self._warm.add(session_id, history)
-        return history
-
-    def _save(self, session_id: str, messages: Messages) -> None:
-        self._file(session_id).write_text(json.dumps(messages))
-        self._warm.add(session_id, messages, busy=False)
-
-
-class _ModelError(Exception):
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.body = body[:2000]
-
-
-def _data(line: bytes) -> dict[str, Any] | None:
-    """The JSON of one SSE `data:` line; None for anything else (blank lines, `[DONE]`)."""
-    text = line.decode("utf-8", "replace").strip()
-    if not text.startswith("data:"):
-        return None
-    payload = text[5:].strip()
-    if payload == "[DONE]":
-        return None
-    try:
-        chunk = json.loads(payload)
-    except ValueError:
-        return None
-    return chunk if isinstance(chunk, dict) else None
+        session = self._files.load(session_id or uuid.uuid4().hex)
+        if not session.messages and self.config.system_prompt:
+            session.messages = [{"role": "system", "content": self.config.system_prompt}]
+        self._warm.add(session.id, session)
+        return session

@@ -1,10 +1,11 @@
-"""One lifecycle and one scripting API over the three mock model servers.
+"""One lifecycle and one scripting API over the four mock model servers.
 
 `MockModel(kind)` runs the mock of that wire format (`anthropic`: Claude Code's Messages API;
 `openai_responses`: Codex's Responses API; `openai_chat`: chat completions, for OpenCode,
-Copilot and any OpenAI-compatible agent) on 127.0.0.1, port 0, in a thread with an event loop of
-its own, so one mock can serve a whole module of tests (and the real daemons they start)
-whatever event loop, if any, each test runs in:
+Copilot and any OpenAI-compatible agent; `gemini`: the Gemini API, for Gemini CLI) on
+127.0.0.1, port 0, in a thread with an event loop of its own, so one mock can serve a whole
+module of tests (and the real daemons they start) whatever event loop, if any, each test runs
+in:
 
     with MockModel("openai_chat") as model:
         model.script([Shell("echo waiting && sleep 1000")])   # neutral steps (steps.py)
@@ -27,11 +28,12 @@ from types import TracebackType
 from typing import Literal, Protocol, TypeVar
 
 from tests.support.mock_models.anthropic import AnthropicMock
+from tests.support.mock_models.gemini import GeminiMock
 from tests.support.mock_models.openai_chat import OpenAIChatMock
 from tests.support.mock_models.openai_responses import ResponsesMock
 from tests.support.mock_models.steps import ModelRequest, Turn, TurnScript
 
-MockKind = Literal["anthropic", "openai_responses", "openai_chat"]
+MockKind = Literal["anthropic", "openai_responses", "openai_chat", "gemini"]
 WAIT_LIMIT = 30.0
 T = TypeVar("T")
 
@@ -111,6 +113,11 @@ class MockModel:
             async with ResponsesMock.running() as responses:
                 self._server, self.url = responses, responses.base_url
                 self._requests = lambda: list(responses.requests)
+                yield
+        elif self.kind == "gemini":
+            async with GeminiMock(api_key=self.api_key) as gemini:
+                self._server, self.url = gemini, gemini.url
+                self._requests = lambda: list(gemini.requests)
                 yield
         else:
             async with OpenAIChatMock(api_key=self.api_key) as chat:

@@ -1,0 +1,40 @@
+"""Any Agent Client Protocol agent: the `acp` backend, and its named presets (`gemini`,
+`opencode-acp`, `copilot-acp`), each a registry entry with its own defaults.
+
+Modules: `config` (the blocks), `presets` (how each named agent is found and started),
+`agent` (the process and the `acp` library's connection over its stdio), `client` (what the
+agent calls back: updates, permissions, files), `terminals` (`terminal/*`), `approvals`
+(permission options as the daemon's decisions), `events` (updates as backend events),
+`prompt` (the prompt's blocks and what its response means), `backend` (the `Backend`).
+"""
+
+from __future__ import annotations
+
+from core.backend.spec import BackendSpec
+from wrappers.acp.backend import AcpBackend
+from wrappers.acp.config import AcpConfig, CopilotAcpConfig, GeminiConfig, OpencodeAcpConfig
+from wrappers.acp.presets import COPILOT, GEMINI, OPENCODE
+
+__all__ = ["COPILOT_SPEC", "GEMINI_SPEC", "OPENCODE_SPEC", "SPEC", "AcpBackend"]
+
+
+def create(config: AcpConfig) -> AcpBackend:
+    return AcpBackend(config)
+
+
+def create_gemini(config: GeminiConfig) -> AcpBackend:
+    return AcpBackend(config, name=GEMINI.name, preset=GEMINI)
+
+
+def create_opencode(config: OpencodeAcpConfig) -> AcpBackend:
+    return AcpBackend(config, name=OPENCODE.name, preset=OPENCODE)
+
+
+def create_copilot(config: CopilotAcpConfig) -> AcpBackend:
+    return AcpBackend(config, name=COPILOT.name, preset=COPILOT)
+
+
+SPEC = BackendSpec("acp", AcpConfig, create)
+GEMINI_SPEC = BackendSpec(GEMINI.name, GeminiConfig, create_gemini)
+OPENCODE_SPEC = BackendSpec(OPENCODE.name, OpencodeAcpConfig, create_opencode)
+COPILOT_SPEC = BackendSpec(COPILOT.name, CopilotAcpConfig, create_copilot)

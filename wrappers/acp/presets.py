@@ -1,0 +1,101 @@
+"""Named ACP agents: each a registry entry (`"backend": "gemini"`) with its own defaults on
+top of the `acp` backend (docs/backends.md#acp).
+
+A preset says how its agent's binary is found (`cliPath` > the pinned npm install in .tools >
+`PATH`, through `core.backend.binaries`), the arguments that start its ACP mode, which
+variable its `home` key sets, and how its CLI reopens a session in a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.backend.base import BackendUnavailableError
+from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource, find_cli
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    what: str  # "Gemini CLI"
+    path_name: str  # the command on PATH
+    args: tuple[str, ...]  # what starts its ACP mode
+    install: str  # the pinned npm package, as the not-found message names it
+    pinned: Callable[[], list[Path]]
+    home_variable: str | None
+    resume: str | None  # the terminal command, `{}` for the session id
+    model_variable: str | None = None  # what `model` sets; None: the session's model option
+    notices: re.Pattern[str] | None = None  # status lines it sends as message text (events.py)
+    file_system: bool = True  # whether the daemon offers it fs/* (else it uses its own)
+    env: Mapping[str, str] = field(default_factory=dict)  # defaults; the block's `env` wins
+
+    def binary(self, cli_path: Path | None, search_path: str | None) -> Path:
+        source = CliSource(f"the {self.what} binary", f"{self.name}.cliPath", self.install)
+        try:
+            return find_cli(
+                cli_path, self.pinned(), self.path_name, source, search_path=search_path
+            )
+        except CliNotFoundError as exc:
+            raise BackendUnavailableError(str(exc)) from exc
+
+    def resume_command(self, session_id: str) -> str | None:
+        return None if self.resume is None else self.resume.format(shlex.quote(session_id))
+
+
+# Pinned as the Makefile's NPM_TOOLS installs them.
+GEMINI_NPM = "@google/gemini-cli@0.61.0"
+OPENCODE_NPM = "opencode-ai@1.18.33"
+COPILOT_NPM = "@github/copilot@1.0.102"
+
+GEMINI = Preset(
+    name="gemini",
+    what="Gemini CLI",
+    path_name="gemini",
+    args=("--acp",),
+    install=f"{GEMINI_NPM} (`make` puts it in .tools)",
+    pinned=lambda: [PROJECT_TOOLS / "@google" / "gemini-cli" / "bundle" / "gemini.js"],
+    home_variable="GEMINI_CLI_HOME",
+    model_variable="GEMINI_MODEL",
+    # Its ACP file service cannot tell a missing file from a failed read (the error it gets
+    # is not an Error object, so it never sees ENOENT): with fs/* offered, every write of a new
+    # file fails. Without it, Gemini CLI uses its own files, confined to its workspace.
+    file_system=False,
+    resume="gemini --resume {}",
+)
+OPENCODE = Preset(
+    name="opencode-acp",
+    what="opencode",
+    path_name="opencode",
+    args=("acp",),
+    install=f"{OPENCODE_NPM} (`make` puts it in .tools)",
+    pinned=lambda: sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode")),
+    home_variable="XDG_DATA_HOME",
+    resume="opencode --session {}",
+    # As the `opencode` backend: OpenCode does not reach out on its own (a blocked fetch of
+    # the models list or of a plugin slows its first prompt by seconds).
+    env={
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "npm_config_registry": "http://127.0.0.1:9/",
+    },
+)
+COPILOT = Preset(
+    name="copilot-acp",
+    what="copilot CLI",
+    path_name="copilot",
+    args=("--acp",),
+    install=f"{COPILOT_NPM} (`make` puts it in .tools)",
+    pinned=lambda: sorted(PROJECT_TOOLS.glob("@github/copilot-*/copilot")),
+    home_variable="COPILOT_HOME",
+    env={"COPILOT_AUTO_UPDATE": "false"},
+    model_variable="COPILOT_MODEL",
+    resume="copilot --resume {}",
+    # Its model errors arrive as text ("Error: Failed to get response from the AI model; ...
+    # Last error: 500 <body>") and the prompt still ends with `end_turn`.
+    notices=re.compile(r"(?P<level>Info|Error): \S[^\n]* ", re.S),
+)
