@@ -46,6 +46,7 @@ from core.settings_server import (
     ServerSettings,
     is_loopback,
 )
+from core.settings_usage import BudgetSettings
 from core.tasks.engine_config import EngineConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
@@ -145,6 +146,7 @@ class Settings(BaseSettings):
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",

@@ -20,6 +20,7 @@ from core.server.card import CardProvider
 from core.server.keys import CARD, SERVICE, SETTINGS
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
+from core.server.usage import BUDGETS, budgets_lifecycle, build_budgets
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
@@ -107,6 +108,7 @@ def create_app(
     app[CARD] = CardProvider(settings)
     storage, session = settings.storage, settings.session
     db = build_database(settings)
+    budgets = app[BUDGETS] = build_budgets(settings, db)
     agent = backend or registry.create_backend(settings.backend, backend_config(settings))
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
@@ -126,8 +128,11 @@ def create_app(
         sessions=sessions,
         hooks=build_hooks(settings),
         push=build_push(settings, push_store, push_sender, db),
+        turn_hooks=budgets,
+        admission_check=budgets.refuse,
     )
     app[SERVICE] = service
+    app.cleanup_ctx.append(budgets_lifecycle)
     app.cleanup_ctx.append(_service_lifecycle)
     app.on_shutdown.append(_drain)
 

@@ -17,7 +17,7 @@ from core.backend import Backend
 from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks import readiness
-from core.tasks.admission import Admission
+from core.tasks.admission import Admission, AdmissionCheck
 from core.tasks.engine_config import EngineConfig
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lifecycle import Lifecycle
@@ -56,7 +56,9 @@ class TaskService:
         hooks: Hooks = NO_HOOKS,
         turn_hooks: TurnHooks = NO_TURN_HOOKS,
         push: PushDispatcher | None = None,
+        admission_check: AdmissionCheck | None = None,
     ) -> None:
+        """`admission_check` may refuse a message before anything is stored (budgets)."""
         config = config or EngineConfig()
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -97,6 +99,7 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
+            check=admission_check,
         )
         self._scheduler = Scheduler(driver, self._admission, self._live, timeouts, approvals.mode)
         self._lifecycle = Lifecycle(
