@@ -46,7 +46,7 @@ from core.settings_server import (
     ServerSettings,
     is_loopback,
 )
-from core.settings_usage import BudgetSettings
+from core.settings_usage import BudgetSettings, MetricsSettings, TracingSettings
 from core.tasks.engine_config import EngineConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
@@ -147,6 +147,8 @@ class Settings(BaseSettings):
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",

@@ -67,6 +67,23 @@ class BudgetSettings(Block):
         return "; ".join(shown) or "none"
 
 
+class MetricsSettings(Block):
+    enabled: bool = Field(default=True, description="Serve Prometheus metrics at /metrics")
+    token: str | None = Field(
+        default=None,
+        description="Bearer token /metrics asks for; without one, /metrics answers loopback "
+        "callers only",
+    )
+
+
+class TracingSettings(Block):
+    enabled: bool = Field(
+        default=False,
+        description="OpenTelemetry traces: a span per A2A request and per turn, exported by "
+        "OTLP as the standard OTEL_* environment says",
+    )
+
+
 def budget_config(budget: BudgetSettings) -> BudgetConfig:
     window = budget.per_principal.window
     return BudgetConfig(

@@ -444,5 +444,9 @@ class ClaudeBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose.diagnose(self._config)
 
+    def warm_sessions(self) -> int:
+        """Claude Code processes kept warm now (the daemon's `a2a_sessions_warm` gauge)."""
+        return len(self._pool)
+
     def resume_command(self, session_id: str) -> str | None:
         return options.resume_command(self._config, session_id)

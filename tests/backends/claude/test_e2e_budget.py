@@ -1,13 +1,14 @@
 """A context budget with the real Claude Code CLI on the mock: the cost is Claude Code's own
 (from the tokens the mock reports). The turn that goes over `budget.perContext.maxCostUsd` is
 stopped and FAILED naming the budget, the next message on that context is refused, and another
-context still runs."""
+context still runs; the metrics show the cost and the warm agents."""
 
 from __future__ import annotations
 
 import uuid
 
 from tests.backends.claude.conftest import COMPLETED, FAILED, ClaudeEnv, StartDaemon, send
+from tests.support.metrics import scrape, value
 from tests.support.mock_models.anthropic import AnthropicMock, Reply
 from tests.support.wire import call, user_message
 
@@ -41,3 +42,7 @@ async def test_the_turn_over_the_context_budget_fails_and_the_context_is_closed(
     assert refused["error"]["code"] == -32004, refused
     assert "budget.perContext.maxCostUsd" in refused["error"]["message"]
     assert other["status"]["state"] == COMPLETED, other
+    samples = await scrape(client)
+    assert value(samples, "a2a_cost_usd_total", backend="claude") > BUDGET_USD
+    assert value(samples, "a2a_turns_total", backend="claude", outcome="failed") == 1
+    assert value(samples, "a2a_sessions_warm") >= 1
