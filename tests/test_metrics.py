@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import MakeClient, make_settings
 from tests.support.metrics import scrape, value
+from tests.support.polling import until
 from tests.support.wire import V1, call, user_message
 
 
@@ -37,7 +38,11 @@ async def test_the_counters_match_the_requests_and_turns_made(make_client: MakeC
         headers={"A2A-Version": "0.3"},
     )
 
-    samples = await scrape(client)
+    # A blocking send returns once its task settles; the turn is counted as it ends, just after.
+    samples = await until(
+        lambda: scrape(client),
+        lambda s: value(s, "a2a_turn_duration_seconds_count", backend="scripted") >= 6,
+    )
 
     assert "error" in missing
     assert rest.status == 200

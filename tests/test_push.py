@@ -15,6 +15,7 @@ from core.server.app import create_app
 from core.settings import Settings
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.metrics import scrape, value
+from tests.support.polling import until
 from tests.support.scripted import ScriptedBackend
 from tests.support.webhook import Webhook, serve_webhook
 from tests.support.wire import V1, call, rpc, sse_events, user_message
@@ -180,13 +181,11 @@ async def test_push_attempts_are_counted_in_the_metrics(pushing: Client, webhook
     events = await rest_stream(pushing, "echo: retry", v1_config(webhook.url))
     await webhook.wait_delivered(len(events))
 
-    # The receiver answers before the daemon counts the delivery: poll the scrape (an HTTP
-    # view, so no event to wait on), a bounded number of times.
-    for _ in range(500):
-        samples = await scrape(pushing)
-        if value(samples, "a2a_push_attempts_total", outcome="delivered") >= len(events):
-            break
-        await asyncio.sleep(0.01)
+    # The receiver answers before the daemon counts the delivery.
+    samples = await until(
+        lambda: scrape(pushing),
+        lambda s: value(s, "a2a_push_attempts_total", outcome="delivered") >= len(events),
+    )
 
     assert value(samples, "a2a_push_attempts_total", outcome="delivered") == len(events)
     assert value(samples, "a2a_push_attempts_total", outcome="retry") == 2

@@ -11,6 +11,7 @@ from datetime import timedelta
 import anyio
 import structlog
 from aiohttp import web
+from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
 from core.backend import Backend
@@ -102,13 +103,14 @@ def create_app(
     push_store: PushStore | None = None,
     push_sender: PushSender | None = None,
     clock: Clock = system_clock,
+    tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     """Build the daemon's app. `backend` and the stores default to what the settings name;
     `push_sender` (tests) replaces the HTTP sender; `clock` (tests) is what session expiry
-    reads."""
+    reads; `tracer_provider` (tests) replaces the OTLP exporter of `tracing.enabled`."""
     auth = Authenticator(settings, PUBLIC_PATHS | observed_paths(settings))
     agent = backend or registry.create_backend(settings.backend, backend_config(settings))
-    observers = build_observers(settings, agent)
+    observers = build_observers(settings, agent, tracer_provider)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
         middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],

@@ -36,6 +36,7 @@ class RequestFacts:
     task_id: str | None = None
     context_id: str | None = None
     run: TaskRun | None = None
+    traced: bool = False  # the request carried a W3C traceparent
 
     @property
     def task_state(self) -> str | None:

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from opentelemetry.sdk.trace import TracerProvider
 
 from core.backend import Backend
 from core.server.metrics import METRICS_PATH, Metrics
 from core.server.observe import RequestSink, observe_requests
+from core.server.tracing import Tracing, default_provider
 from core.settings import Settings
 from core.settings_usage import budget_config
 from core.sqlite_db import SqliteDatabase
@@ -44,6 +46,8 @@ class AppObservers:
     outcome callback and the routes they serve (`/metrics`)."""
 
     metrics: Metrics | None
+    tracing: Tracing | None
+    owns_provider: bool
     middlewares: tuple[Middleware, ...]
     turns: TurnObserver
     settings: Settings
@@ -55,6 +59,13 @@ class AppObservers:
     def add_routes(self, app: web.Application) -> None:
         if self.metrics is not None:
             app.router.add_get(METRICS_PATH, self.metrics.handler(self.settings))
+        if self.tracing is not None and self.owns_provider:
+            app.on_cleanup.append(self._flush_spans)
+
+    async def _flush_spans(self, app: web.Application) -> None:
+        """The spans still batched go out before the daemon exits."""
+        if self.tracing is not None:
+            self.tracing.provider.shutdown()
 
 
 def observed_paths(settings: Settings) -> frozenset[str]:
@@ -62,7 +73,11 @@ def observed_paths(settings: Settings) -> frozenset[str]:
     return frozenset({METRICS_PATH}) if settings.metrics.enabled else frozenset()
 
 
-def build_observers(settings: Settings, backend: Backend) -> AppObservers:
+def build_observers(
+    settings: Settings, backend: Backend, tracer_provider: TracerProvider | None = None
+) -> AppObservers:
+    """Metrics (`metrics.enabled`) and traces (`tracing.enabled`; `tracer_provider` replaces
+    the OTLP one, for tests)."""
     sinks: list[RequestSink] = []
     turns: list[TurnObserver] = []
     metrics = None
@@ -73,13 +88,25 @@ def build_observers(settings: Settings, backend: Backend) -> AppObservers:
             metrics.warm.set_function(lambda: float(warm()))
         sinks.append(metrics)
         turns.append(metrics)
+    tracing = None
+    if settings.tracing.enabled:
+        model = getattr(settings.backend_block(), "model", None)
+        tracing = Tracing(
+            tracer_provider or default_provider(),
+            agent=settings.agent_card.name,
+            backend=backend.name,
+            model=model if isinstance(model, str) else None,
+            model_provider=getattr(backend, "model_provider", None),
+        )
+        sinks.append(tracing)
+        turns.append(tracing)
     middlewares = (observe_requests(sinks),) if sinks else ()
     observer: TurnObserver = NO_OBSERVER
     if len(turns) == 1:
         observer = turns[0]
     elif turns:
         observer = Observers(turns)
-    return AppObservers(metrics, middlewares, observer, settings)
+    return AppObservers(metrics, tracing, tracer_provider is None, middlewares, observer, settings)
 
 
 def _version() -> str:

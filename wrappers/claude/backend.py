@@ -70,6 +70,8 @@ class _SessionNotFoundError(Exception):
 
 class ClaudeBackend:
     name = "claude"
+    # Whose models it runs (gen_ai.provider.name of the daemon's traces).
+    model_provider = "anthropic"
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ import uuid
 from tests.backends.claude.conftest import COMPLETED, FAILED, ClaudeEnv, StartDaemon, send
 from tests.support.metrics import scrape, value
 from tests.support.mock_models.anthropic import AnthropicMock, Reply
+from tests.support.polling import until
 from tests.support.wire import call, user_message
 
 # About 10 000 output tokens as the mock counts them (~0.15 USD at Sonnet's price); a short
@@ -42,7 +43,10 @@ async def test_the_turn_over_the_context_budget_fails_and_the_context_is_closed(
     assert refused["error"]["code"] == -32004, refused
     assert "budget.perContext.maxCostUsd" in refused["error"]["message"]
     assert other["status"]["state"] == COMPLETED, other
-    samples = await scrape(client)
+    samples = await until(
+        lambda: scrape(client),
+        lambda s: value(s, "a2a_turns_total", backend="claude", outcome="completed") >= 2,
+    )
     assert value(samples, "a2a_cost_usd_total", backend="claude") > BUDGET_USD
     assert value(samples, "a2a_turns_total", backend="claude", outcome="failed") == 1
     assert value(samples, "a2a_sessions_warm") >= 1
