@@ -128,6 +128,8 @@ class Metrics:
         self._cache_creation = self.tokens.labels(backend, "cache_creation")
         self._cost = self.cost.labels(backend)
         self._tools = self.tool_calls.labels(backend)
+        # Labelled children, looked up once per label set (`labels()` takes a lock each time).
+        self._request_children: dict[tuple[str, str, str, str], tuple[Counter, Histogram]] = {}
         self._admitted: dict[str, float] = {}
         self._started: dict[str, float] = {}
 
@@ -137,10 +139,17 @@ class Metrics:
         return time.perf_counter()
 
     def request_ended(self, facts: RequestFacts, token: object) -> None:
-        self.requests.labels(facts.method, facts.version, facts.binding, facts.outcome).inc()
+        key = (facts.method, facts.version, facts.binding, facts.outcome)
+        children = self._request_children.get(key)
+        if children is None:
+            children = self._request_children[key] = (
+                self.requests.labels(*key),
+                self.request_seconds.labels(facts.method, facts.binding),
+            )
+        count, seconds = children
+        count.inc()
         if isinstance(token, float):
-            elapsed = time.perf_counter() - token
-            self.request_seconds.labels(facts.method, facts.binding).observe(elapsed)
+            seconds.observe(time.perf_counter() - token)
 
     # ----- turns (a TurnObserver) ------------------------------------------------------------
 
