@@ -9,8 +9,8 @@ set). `refuse` is the admission check: a message whose context or principal has 
 budget is refused before anything is stored.
 
 Totals live in memory, built from the store at `open`, so the admission check never waits on
-disk. A turn is stopped when a total goes over its maximum; a turn is refused once a total has
-reached it.
+disk; with no budget set, only the rows are written (no totals are kept). A turn is stopped
+when a total goes over its maximum; a turn is refused once a total has reached it.
 """
 
 from __future__ import annotations
@@ -149,11 +149,24 @@ class Budgets:
         return self._config
 
     async def open(self) -> None:
-        """Open the store and add up what it holds."""
+        """Open the store and add up what it holds (only when a budget needs the totals)."""
         await self._store.open()
+        if not self._config.any:
+            return
         for row in await self._store.load():
-            self._context(row.principal, row.context_id).add(row.cost_usd, row.tokens, 1)
-            self._window(row.principal).add(row.at, row.cost_usd, row.tokens, 1)
+            self._count(row.principal, row.context_id, row.at, row.cost_usd, row.tokens, 1)
+
+    def _count(  # noqa: PLR0917 - one entry's fields, always passed in this order
+        self, principal: str, context_id: str, at: float, cost: float, tokens: int, turns: int
+    ) -> None:
+        """Add to the totals of the context and of the principal (its window: the entries
+        are kept only when the window is rolling)."""
+        self._context(principal, context_id).add(cost, tokens, turns)
+        window = self._window(principal)
+        if self._config.window is None:
+            window.tally.add(cost, tokens, turns)
+        else:
+            window.add(at, cost, tokens, turns)
 
     async def close(self) -> None:
         await self._store.close()
@@ -199,8 +212,9 @@ class Budgets:
     async def prepare(self, turn: Turn) -> Turn:
         key = (turn.principal, turn.context_id)
         self._running[key] = _Running(turn)
-        self._context(*key).add(0.0, 0, 1)
-        self._window(turn.principal).add(self._clock(), 0.0, 0, 1)
+        if not self._config.any:
+            return turn
+        self._count(*key, self._clock(), 0.0, 0, 1)
         left = self._cost_left(*key)
         return replace(turn, max_cost_usd=left) if left is not None else turn
 
@@ -223,8 +237,6 @@ class Budgets:
         running = self._running.get((principal, context_id))
         cost = usage.cost_usd or 0.0
         tokens = usage.input_tokens + usage.output_tokens
-        self._context(principal, context_id).add(cost, tokens, 0)
-        self._window(principal).add(self._clock(), cost, tokens, 0)
         if running is not None:
             running.usage.add(cost, tokens, 0)
             running.input_tokens += usage.input_tokens
@@ -234,6 +246,7 @@ class Budgets:
             running.model = usage.model or running.model
         if not config.any:
             return
+        self._count(principal, context_id, self._clock(), cost, tokens, 0)
         context, spent = self.usage(principal, context_id)
         over = _first_over(
             (
