@@ -1,7 +1,8 @@
 """`python -m bench [--quick] [--only SERIES,...] [--json FILE]`: every series, one table.
 
 Series: protocol (daemon vs bare aiohttp vs a2a-sdk server), stream (backend event -> SSE
-client), state (100,000 tasks and sessions), turns (real backends vs direct, when merged).
+client), state (100,000 tasks and sessions), turns (real backends vs direct, when merged),
+observe (what metrics and tracing cost a SendMessage).
 `--quick` is a smoke run of the harness (well under 2 minutes); its numbers mean little.
 """
 
@@ -18,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import protocol, state, streaming, turns
+from bench import observe, protocol, state, streaming, turns
 
-SERIES = ("protocol", "stream", "state", "turns")
+SERIES = ("protocol", "stream", "state", "turns", "observe")
 
 
 def machine() -> dict[str, Any]:
@@ -124,6 +125,18 @@ def print_state(out: dict[str, Any]) -> None:
     )
 
 
+def print_observe(rows: list[protocol.Row]) -> None:
+    print(f"\n## Metrics and tracing on SendMessage (medians of {len(rows[0].runs)} runs)")
+    print(f"{'c':>3} {'daemon':<16}{'req/s':>8}{'p50 ms':>9}{'CPU us/req':>11}{'x plain':>9}")
+    plain = {r.concurrency: r.median("cpu_us") for r in rows if r.server == "plain"}
+    for r in rows:
+        cpu = r.median("cpu_us")
+        print(
+            f"{r.concurrency:>3} {r.server:<16}{r.median('rps'):>8.0f}{r.median('p50_ms'):>9.2f}"
+            f"{cpu:>11.0f}{cpu / plain[r.concurrency]:>9.2f}"
+        )
+
+
 def print_turns(out: dict[str, Any]) -> None:
     print("\n## Agent turns (ms, medians; ratio = through the daemon / direct)")
     for name, v in out.items():
@@ -192,6 +205,25 @@ def main() -> None:
         if "turns" in only:
             results["turns"] = turns.run(work / "turns", rounds=1 if quick else 3)
             print_turns(results["turns"])
+        if "observe" in only:
+            observed, facts = observe.run(
+                work / "observe",
+                seconds=args.seconds or (1 if quick else 5),
+                repeats=args.repeats or (1 if quick else 3),
+                concurrencies=(1, 16),
+            )
+            results["observe"] = {
+                "facts": facts,
+                "rows": [
+                    {
+                        "server": r.server,
+                        "concurrency": r.concurrency,
+                        "runs": [x.__dict__ for x in r.runs],
+                    }
+                    for r in observed
+                ],
+            }
+            print_observe(observed)
     results["loadavg_at_end"] = os.getloadavg()
     print(
         f"\ndone in {time.perf_counter() - started:.0f} s; "

@@ -21,10 +21,13 @@ DAEMON = str(Path(sys.executable).with_name("a2a-wrapper"))
 class Server:
     """One server process. `url` is what it printed once it accepted connections."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
         self.argv = argv
         self.log_path = log_path
+        self.env = env or {}
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -42,7 +45,12 @@ class Server:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)},
+                env={
+                    **os.environ,
+                    **self.env,
+                    "PYTHONUNBUFFERED": "1",
+                    "PYTHONPATH": str(REPO),
+                },
             )
         if self.proc.stdout is None:
             raise RuntimeError("stdout is a pipe")
@@ -94,13 +102,20 @@ def running(server: Server) -> Iterator[Server]:
         server.stop()
 
 
-def daemon(name: str, workdir: Path, config: dict[str, Any], log_level: str = "info") -> Server:
-    """The real `a2a-wrapper serve` with `config` (its backend importable from the repo)."""
+def daemon(
+    name: str,
+    workdir: Path,
+    config: dict[str, Any],
+    log_level: str = "info",
+    env: dict[str, str] | None = None,
+) -> Server:
+    """The real `a2a-wrapper serve` with `config` (its backend importable from the repo) and
+    `env` over this process's environment."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"{name}.json"
     path.write_text(json.dumps(config))
     argv = [DAEMON, "serve", str(path), "--port", "0", "--log-level", log_level]
-    return Server(name, argv, workdir / f"{name}.log")
+    return Server(name, argv, workdir / f"{name}.log", env)
 
 
 def module(name: str, workdir: Path, *args: str) -> Server:

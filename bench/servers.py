@@ -2,6 +2,7 @@
 
     python -m bench.servers bare --reply-bytes 910 --events 3 --event-bytes 420
     python -m bench.servers sdk
+    python -m bench.servers otlp
 
 Each binds 127.0.0.1 on port 0, prints `http://127.0.0.1:PORT` on one stdout line once it
 accepts connections, and serves until SIGTERM/SIGINT. Both serve `POST /a2a/jsonrpc`:
@@ -12,6 +13,8 @@ accepts connections, and serves until SIGTERM/SIGINT. Both serve `POST /a2a/json
 - `sdk`: the official a2a-sdk server (its JSON-RPC routes, `DefaultRequestHandler`, in-memory
   task store) on uvicorn, with an executor that answers at once with the same events our
   instant backend produces (task, artifact, completed status carrying the answer).
+- `otlp`: an OTLP/HTTP trace sink for the observability series: `POST /v1/traces` answers an
+  empty ExportTraceServiceResponse at once (the bytes are read, never decoded).
 """
 
 from __future__ import annotations
@@ -56,8 +59,19 @@ def bare_app(reply_bytes: int, events: int, event_bytes: int) -> web.Application
     return app
 
 
+def otlp_app() -> web.Application:
+    async def export(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=b"", content_type="application/x-protobuf")
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/traces", export)
+    return app
+
+
 async def serve_bare(args: argparse.Namespace) -> None:
-    runner = web.AppRunner(bare_app(args.reply_bytes, args.events, args.event_bytes))
+    app = otlp_app() if args.kind == "otlp" else None
+    runner = web.AppRunner(app or bare_app(args.reply_bytes, args.events, args.event_bytes))
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     print(f"http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
@@ -99,13 +113,13 @@ async def serve_sdk(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("kind", choices=["bare", "sdk"])
+    parser.add_argument("kind", choices=["bare", "sdk", "otlp"])
     parser.add_argument("--reply-bytes", type=int, default=910)
     parser.add_argument("--events", type=int, default=3)
     parser.add_argument("--event-bytes", type=int, default=420)
     args = parser.parse_args()
     try:
-        asyncio.run(serve_bare(args) if args.kind == "bare" else serve_sdk(args))
+        asyncio.run(serve_sdk(args) if args.kind == "sdk" else serve_bare(args))
     except KeyboardInterrupt:
         sys.exit(0)
 

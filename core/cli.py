@@ -103,6 +103,7 @@ def _common_checks(settings: Settings) -> list[Diagnosis]:
             detail=f"{tokens} bearer token(s)" if tokens else "none (loopback only)",
         )
     )
+    checks.append(Diagnosis("budget", ok=True, detail=settings.budget.summary()))
     return checks
 
 

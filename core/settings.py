@@ -46,6 +46,7 @@ from core.settings_server import (
     ServerSettings,
     is_loopback,
 )
+from core.settings_usage import BudgetSettings, MetricsSettings, TracingSettings
 from core.tasks.engine_config import EngineConfig
 from core.wire import signing
 
@@ -186,6 +187,9 @@ class Settings(BaseSettings):
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",

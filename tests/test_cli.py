@@ -72,8 +72,23 @@ def test_check_reports_the_backend_and_the_card(
     assert "config ok (backend tests.support.scripted:ScriptedBackend)" in out
     assert "  ok   backend: in-process, nothing to check" in out
     assert "  ok   auth: none (loopback only)" in out
+    assert "  ok   budget: none" in out
     card = json.loads(out[out.index("agent card:") + len("agent card:") :])
     assert card["name"] == "a2a-wrapper"
+
+
+def test_check_shows_the_configured_budgets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = {
+        "perContext": {"maxCostUsd": 0.5},
+        "perPrincipal": {"maxTurns": 100, "window": 3_600_000},
+    }
+    code = main(["check", write(tmp_path, {"backend": SCRIPTED, "budget": budget})])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "  ok   budget: perContext: maxCostUsd 0.5; perPrincipal: maxTurns 100 per 3600 s" in out
 
 
 def test_card_prints_what_the_daemon_would_serve(

@@ -14,6 +14,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.server.app import create_app
 from core.settings import Settings
 from tests.conftest import Client, MakeClient, make_settings
+from tests.support.metrics import scrape, value
+from tests.support.polling import until
 from tests.support.scripted import ScriptedBackend
 from tests.support.webhook import Webhook, serve_webhook
 from tests.support.wire import V1, call, rpc, sse_events, user_message
@@ -172,6 +174,21 @@ async def test_a_receiver_that_fails_twice_still_gets_everything_in_order(
     assert delivered == events
     assert [r.status for r in webhook.received[:3]] == [500, 500, 200]
     assert webhook.received[0].body == webhook.received[2].body == events[0]
+
+
+async def test_push_attempts_are_counted_in_the_metrics(pushing: Client, webhook: Webhook) -> None:
+    webhook.fail_next = 2
+    events = await rest_stream(pushing, "echo: retry", v1_config(webhook.url))
+    await webhook.wait_delivered(len(events))
+
+    # The receiver answers before the daemon counts the delivery.
+    samples = await until(
+        lambda: scrape(pushing),
+        lambda s: value(s, "a2a_push_attempts_total", outcome="delivered") >= len(events),
+    )
+
+    assert value(samples, "a2a_push_attempts_total", outcome="delivered") == len(events)
+    assert value(samples, "a2a_push_attempts_total", outcome="retry") == 2
 
 
 async def test_a_dead_receiver_delays_neither_the_task_nor_other_webhooks(

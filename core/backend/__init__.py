@@ -59,6 +59,9 @@ class Turn:
     # "ask": permission requests the backend's own policy does not decide become
     # ApprovalRequest events; "policy": the backend decides everything itself.
     approvals: Literal["policy", "ask"] = "policy"
+    # What the turn may still cost under the daemon's budgets (USD; None = no cap): a backend
+    # whose agent caps its own spending passes it on, so the agent stops itself in time.
+    max_cost_usd: float | None = None
 
     @property
     def text(self) -> str:
@@ -123,6 +126,9 @@ class Usage:
     output_tokens: int
     cost_usd: float | None = None
     model: str | None = None
+    # The part of input_tokens read from or written to the model's prompt cache.
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import anyio
 import structlog
 from aiohttp import web
+from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
 from core.backend import Backend
@@ -20,6 +21,13 @@ from core.server.card import CardProvider
 from core.server.keys import CARD, GRPC, SERVICE, SETTINGS
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
+from core.server.usage import (
+    BUDGETS,
+    budgets_lifecycle,
+    build_budgets,
+    build_observers,
+    observed_paths,
+)
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionStore
@@ -65,6 +73,7 @@ def build_push(
     store: PushStore | None = None,
     sender: PushSender | None = None,
     db: SqliteDatabase | None = None,
+    observe: Callable[[str], None] | None = None,
 ) -> PushDispatcher | None:
     """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
     push = settings.push
@@ -82,7 +91,7 @@ def build_push(
         backoff=push.backoff / 1000,
         max_backoff=push.max_backoff / 1000,
     )
-    return PushDispatcher(store, sender or HttpPushSender(push), policy)
+    return PushDispatcher(store, sender or HttpPushSender(push), policy, observe=observe)
 
 
 def create_app(
@@ -94,20 +103,23 @@ def create_app(
     push_store: PushStore | None = None,
     push_sender: PushSender | None = None,
     clock: Clock = system_clock,
+    tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     """Build the daemon's app. `backend` and the stores default to what the settings name;
     `push_sender` (tests) replaces the HTTP sender; `clock` (tests) is what session expiry
-    reads."""
-    auth = Authenticator(settings, PUBLIC_PATHS)
+    reads; `tracer_provider` (tests) replaces the OTLP exporter of `tracing.enabled`."""
+    auth = Authenticator(settings, PUBLIC_PATHS | observed_paths(settings))
+    agent = backend or registry.create_backend(settings.backend, backend_config(settings))
+    observers = build_observers(settings, agent, tracer_provider)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, auth.middleware, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
     storage, session = settings.storage, settings.session
     db = build_database(settings)
-    agent = backend or registry.create_backend(settings.backend, backend_config(settings))
+    budgets = app[BUDGETS] = build_budgets(settings, db)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
         session_store or build_session_store(settings, db),
@@ -125,13 +137,18 @@ def create_app(
         settings.engine(),
         sessions=sessions,
         hooks=build_hooks(settings),
-        push=build_push(settings, push_store, push_sender, db),
+        push=build_push(settings, push_store, push_sender, db, observers.push_outcome),
+        turn_hooks=budgets,
+        admission_check=budgets.refuse,
+        observer=observers.turns,
     )
     app[SERVICE] = service
     if settings.server.grpc_port is not None:
         from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 
         app[GRPC] = GrpcBinding(settings, service, app[CARD])
+
+    app.cleanup_ctx.append(budgets_lifecycle)
     app.cleanup_ctx.append(_service_lifecycle)
     app.on_shutdown.append(_drain)
 
@@ -146,6 +163,7 @@ def create_app(
     app.router.add_get("/health", _alive)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _ready)
+    observers.add_routes(app)
     return app
 
 

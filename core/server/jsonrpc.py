@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from core.server import rpc_v03, rpc_v1
+from core.server import observe, rpc_v03, rpc_v1
 from core.server.body import read_json_body
 from core.server.calls import Streaming, call_for
 from core.server.errors import as_daemon_error
@@ -39,6 +39,7 @@ from core.wire.versions import V0_3, V1_0, require
 
 def _reply(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> web.Response:
     error = as_daemon_error(exc, debug=debug)
+    observe.failed(error)
     return web.json_response(
         failure(request_id, jsonrpc_error(error, dialect)), dumps=strict_json.dumps
     )
@@ -55,6 +56,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return _reply(None, exc, "1.0", debug)
 
     dialect: Dialect = "0.3" if rpc.method in rpc_v03.METHODS else "1.0"
+    observe.method(rpc.method, dialect, rpc.params.get("id"))
     ping = settings.server.sse_ping_interval / 1000
     structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
     try:
@@ -94,7 +96,9 @@ async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> 
 
 def _error_frame(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> bytes:
     """v1.0 names error events `error`; v0.3 sends a plain `data:` line."""
-    error = failure(request_id, jsonrpc_error(as_daemon_error(exc, debug=debug), dialect))
+    daemon_error = as_daemon_error(exc, debug=debug)
+    observe.failed(daemon_error)
+    error = failure(request_id, jsonrpc_error(daemon_error, dialect))
     return frame(error, event="error" if dialect == "1.0" else None)
 
 

@@ -6,11 +6,13 @@ streams, which are `text/event-stream`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
+from core.server import observe
 from core.server.body import read_json_body
 from core.server.calls import Call, call_for
 from core.server.errors import as_daemon_error
@@ -30,6 +32,21 @@ from core.wire.errors import (
 from core.wire.versions import Version, require
 
 REST_PREFIX = "/a2a/rest"
+# The A2A method each REST operation is (metrics and traces name requests by it).
+REST_METHODS = {
+    "send": "SendMessage",
+    "stream": "SendStreamingMessage",
+    "get_task": "GetTask",
+    "list_tasks": "ListTasks",
+    "cancel": "CancelTask",
+    "subscribe": "SubscribeToTask",
+    "create_push_config": "CreateTaskPushNotificationConfig",
+    "list_push_configs": "ListTaskPushNotificationConfigs",
+    "get_push_config": "GetTaskPushNotificationConfig",
+    "delete_push_config": "DeleteTaskPushNotificationConfig",
+    "extended_card": "GetExtendedAgentCard",
+    "card": "GetExtendedAgentCard",
+}
 Events = AsyncIterator[dict[str, Any]]
 RestResult = dict[str, Any] | list[Any] | Events
 RestHandler = Callable[[web.Request, Call], Awaitable[RestResult]]
@@ -83,6 +100,7 @@ def push_config_routes(
 
 
 def _push_gate(handler: RestHandler) -> RestHandler:
+    @functools.wraps(handler)
     async def gated(request: web.Request, call: Call) -> RestResult:
         if not call.service.push_enabled:
             raise PushNotificationNotSupportedError
@@ -93,16 +111,21 @@ def _push_gate(handler: RestHandler) -> RestHandler:
 
 def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:
     """Wrap a REST operation: negotiate, call, render the result or the error."""
+    name = REST_METHODS.get(handler.__name__, handler.__name__)
+    dialect = "0.3" if legacy else "1.0"
 
     async def endpoint(request: web.Request) -> web.StreamResponse:
         settings = request.app[SETTINGS]
         debug = settings.server.debug_errors
+        observe.method(name, dialect, request.match_info.get("id"))
         try:
             require(request_version(request), version)
             check_extensions(request, request.app[CARD].required_extensions)
             result = await handler(request, call_for(request, {}))
         except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
-            return error_response(as_daemon_error(exc, debug=debug), legacy=legacy)
+            error = as_daemon_error(exc, debug=debug)
+            observe.failed(error)
+            return error_response(error, legacy=legacy)
         if isinstance(result, dict | list):
             return web.json_response(result, dumps=strict_json.dumps)
         return await stream_events(
@@ -119,7 +142,9 @@ async def _frames(events: Events, *, debug: bool) -> AsyncIterator[bytes]:
         async for event in events:
             yield frame(event)
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is one final event
-        yield frame(rest_error(as_daemon_error(exc, debug=debug))[1], event="error")
+        error = as_daemon_error(exc, debug=debug)
+        observe.failed(error)
+        yield frame(rest_error(error)[1], event="error")
 
 
 @web.middleware

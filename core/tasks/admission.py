@@ -27,6 +27,13 @@ from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
 SHUTTING_DOWN = "The daemon is shutting down; send this again later"
 
+# Raises (a DaemonError) when a turn of (principal, contextId) may not start: a spent budget.
+AdmissionCheck = Callable[[str, str], None]
+
+
+def _no_check(principal: str, context_id: str) -> None:
+    return None
+
 
 def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
     return InvalidParamsError(
@@ -45,8 +52,10 @@ class Admission:
         push: PushDispatcher | None,
         push_configs: PushConfigs,
         draining: Callable[[], bool],
+        check: AdmissionCheck | None = None,
     ) -> None:
         self._limits = limits
+        self._check = check or _no_check
         self._live = live
         self._queries = queries
         self._push = push
@@ -104,10 +113,12 @@ class Admission:
             await self._push_configs.vet(inline, field)
         if message.task_id:
             task = await self._queries.load(principal, message.task_id)
+            self._check(principal, task.context_id)
             run = self._continuable(principal, task, message)
             user = message.model_copy(update={"context_id": task.context_id})
         else:
             context_id = message.context_id or new_id()
+            self._check(principal, context_id)
             task_id = new_id()
             user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
             task = Task(

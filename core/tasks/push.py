@@ -114,6 +114,10 @@ class _Event:
     snapshot: Task
 
 
+def _unobserved(outcome: str) -> None:
+    return None
+
+
 class PushDispatcher:
     def __init__(
         self,
@@ -122,8 +126,11 @@ class PushDispatcher:
         policy: RetryPolicy,
         *,
         jitter: Callable[[], float] = random.random,
+        observe: Callable[[str], None] | None = None,
     ) -> None:
+        """`observe` hears each attempt's outcome: delivered, retry, gave_up or refused."""
         self._store = store
+        self._observe = observe or _unobserved
         self._sender = sender
         self._policy = policy
         self._jitter = jitter
@@ -264,18 +271,22 @@ class PushDispatcher:
                     await self._sender.send(config.url, body, headers)
             except PushTargetRefusedError as exc:
                 log.warning("push.refused", **where, reason=str(exc))
+                self._observe("refused")
                 break
             except (PushDeliveryError, TimeoutError) as exc:
                 error = str(exc) or type(exc).__name__
                 await self._store.record_attempt(delivery.seq, attempt)
                 if attempt >= self._policy.max_attempts:
                     log.warning("push.gave_up", **where, attempts=attempt, error=error)
+                    self._observe("gave_up")
                     break
                 delay = self._policy.delay(attempt, self._jitter())
                 log.info("push.retry", **where, attempt=attempt, error=error, delay=delay)
+                self._observe("retry")
                 await anyio.sleep(delay)
             else:
                 log.info("push.delivered", **where, attempt=attempt)
+                self._observe("delivered")
                 break
         await self._store.remove_delivery(delivery.seq)
 

@@ -14,6 +14,7 @@ from core.tasks.admission import Admission
 from core.tasks.content import part_to_content
 from core.tasks.engine_config import Timeouts
 from core.tasks.lanes import Lane
+from core.tasks.observer import NO_OBSERVER, TurnObserver
 from core.tasks.queries import LiveRuns
 from core.tasks.run_state import RunState
 from core.tasks.task_run import TaskRun
@@ -34,8 +35,11 @@ class Scheduler:
         live: LiveRuns,
         timeouts: Timeouts,
         approvals: Literal["policy", "ask"],
+        *,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
         self._driver = driver
+        self._observer = observer
         self._lanes = admission.lanes
         self._slots = admission.slots
         self._live = live
@@ -60,6 +64,7 @@ class Scheduler:
             metadata=dict(request.metadata or {}),
             approvals=self._approvals,
         )
+        self._observer.admitted(run, turn)
         self.task_group.start_soon(self._drive, run, turn, lane)
 
     async def _drive(self, run: TaskRun, turn: Turn, lane: Lane) -> None:
@@ -74,12 +79,14 @@ class Scheduler:
                         async with self._slots.turn(run.principal):
                             waiting = False
                             if run.state is RunState.QUEUED:
+                                self._observer.started(run, turn)
                                 await self._driver.run(run, turn)
         except Exception:  # noqa: BLE001 - fail_crashed logs it with its traceback
             await fail_crashed(run)
         finally:
             if waiting:
                 self._slots.withdraw()
+            self._observer.ended(run, started=not waiting)
             run.finish()
             self._live.release(run)
 

@@ -17,10 +17,11 @@ from core.backend import Backend
 from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks import readiness
-from core.tasks.admission import Admission
+from core.tasks.admission import Admission, AdmissionCheck
 from core.tasks.engine_config import EngineConfig
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lifecycle import Lifecycle
+from core.tasks.observer import NO_OBSERVER, TurnObserver
 from core.tasks.push import PushDispatcher
 from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion
@@ -56,7 +57,11 @@ class TaskService:
         hooks: Hooks = NO_HOOKS,
         turn_hooks: TurnHooks = NO_TURN_HOOKS,
         push: PushDispatcher | None = None,
+        admission_check: AdmissionCheck | None = None,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
+        """`admission_check` may refuse a message before anything is stored (budgets);
+        `observer` watches every turn (metrics, traces)."""
         config = config or EngineConfig()
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -78,6 +83,7 @@ class TaskService:
             approval_on_timeout=approvals.on_timeout,
             close_timeout=timeouts.cancel,
             turn_hooks=turn_hooks,
+            observer=observer,
         )
         driver = TurnDriver(
             backend,
@@ -97,8 +103,11 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
+            check=admission_check,
         )
-        self._scheduler = Scheduler(driver, self._admission, self._live, timeouts, approvals.mode)
+        self._scheduler = Scheduler(
+            driver, self._admission, self._live, timeouts, approvals.mode, observer=observer
+        )
         self._lifecycle = Lifecycle(
             config,
             store=store,

@@ -347,6 +347,8 @@ class TaskRun:
             usage={
                 "inputTokens": usage.input_tokens,
                 "outputTokens": usage.output_tokens,
+                "cacheReadTokens": usage.cache_read_tokens,
+                "cacheCreationTokens": usage.cache_creation_tokens,
                 "costUsd": usage.cost_usd,
                 "model": usage.model,
             }

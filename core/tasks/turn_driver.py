@@ -16,7 +16,7 @@ from core.sessions.manager import Lease, SessionManager
 from core.tasks.guard import backend_call
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.task_run import TaskRun, agent_message
-from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
+from core.tasks.turn_hooks import NO_TURN_HOOKS, StopTurnError, TurnHooks
 from core.tasks.turn_runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
@@ -157,6 +157,8 @@ class TurnDriver:
             return idle_timeout_reason(self._idle_timeout or 0)
         except ApprovalTimeoutError:
             return APPROVAL_TIMEOUT_REASON
+        except StopTurnError as exc:
+            return exc.reason
         except Exception as exc:
             error_id = new_error_id()
             log.exception(

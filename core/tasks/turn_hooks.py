@@ -3,7 +3,8 @@
 The engine calls a `TurnHooks` at three fixed points, and nowhere else: `prepare` before the
 backend sees the turn (a workspace per context is made ready, and may be named in the turn it
 returns), `release` once the turn is over whatever its outcome (the workspace is given back),
-and `charge` for every Usage event of the turn (a budget is charged). The default does nothing.
+and `charge` for every Usage event of the turn (a budget is charged; raising `StopTurnError`
+stops the turn). The default does nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from core.backend import Turn, Usage
+
+
+class StopTurnError(Exception):
+    """Raised by `charge`: the turn must stop now; its task FAILS with `reason` (written for
+    the caller), like a turn past its deadline."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class TurnHooks(Protocol):
@@ -24,7 +34,8 @@ class TurnHooks(Protocol):
         ...
 
     async def charge(self, principal: str, context_id: str, usage: Usage) -> None:
-        """A Usage event of a turn of `principal` in `context_id`, in the order reported."""
+        """A Usage event of a turn of `principal` in `context_id`, in the order reported; may
+        raise StopTurnError."""
         ...
 
 

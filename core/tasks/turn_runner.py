@@ -40,6 +40,7 @@ from core.backend import (
 from core.tasks.approvals import question
 from core.tasks.content import content_to_part
 from core.tasks.guard import backend_call
+from core.tasks.observer import NO_OBSERVER, TurnObserver
 from core.tasks.task_run import TaskRun, agent_message
 from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
 from core.wire.enums import TaskState
@@ -125,9 +126,11 @@ class TurnRunner:
         approval_on_timeout: Literal["deny", "fail"] = "deny",
         close_timeout: float = 10.0,
         turn_hooks: TurnHooks = NO_TURN_HOOKS,
+        observer: TurnObserver = NO_OBSERVER,
     ) -> None:
         self._backend = backend
         self._turn_hooks = turn_hooks
+        self._observer = observer
         self._close_timeout = close_timeout
         self._approval_timeout = approval_timeout or math.inf
         self._approval_on_timeout = approval_on_timeout
@@ -226,8 +229,11 @@ class TurnRunner:
                 run.bind_session(session_id, self.resume_command(session_id))
             case Usage():
                 run.record_usage(event)
+                self._observer.usage(run, event)
                 await self._turn_hooks.charge(run.principal, run.task.context_id, event)
             case Progress() | Reasoning() | ToolCall() | ToolResult() | FileChange():
+                if isinstance(event, ToolCall | ToolResult):
+                    self._observer.tool(run, event)
                 await self._working(run)
                 note = self._note(event)
                 if note:
@@ -297,6 +303,8 @@ class TurnRunner:
         )
 
     async def _text(self, run: TaskRun, answer: _Answer, event: Text | TextDelta) -> None:
+        if not answer.texts and not answer.deltas:
+            self._observer.first_output(run)
         if isinstance(event, Text):
             answer.texts.append(event.text)
         else:

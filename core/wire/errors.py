@@ -89,6 +89,12 @@ class UnsupportedOperationError(DaemonError):
     default_message = "This operation is not supported"
 
 
+class BudgetExceededError(UnsupportedOperationError):
+    """A budget (`budget.*`) is spent: the message is refused before anything is stored."""
+
+    default_message = "A budget of this daemon is spent"
+
+
 class ContentTypeNotSupportedError(DaemonError):
     default_message = "Incompatible content types"
 
@@ -138,6 +144,9 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     ),
     UnsupportedOperationError: WireForm(
         -32004, "UNSUPPORTED_OPERATION", 400, "UNIMPLEMENTED", -32004
+    ),
+    BudgetExceededError: WireForm(
+        -32004, "UNSUPPORTED_OPERATION", 429, "RESOURCE_EXHAUSTED", -32004
     ),
     ContentTypeNotSupportedError: WireForm(
         -32005, "CONTENT_TYPE_NOT_SUPPORTED", 415, "INVALID_ARGUMENT", -32005

@@ -69,6 +69,8 @@ class _SessionNotFoundError(Exception):
 
 class ClaudeBackend(BackendBase):
     name = "claude"
+    # Whose models it runs (gen_ai.provider.name of the daemon's traces).
+    model_provider = "anthropic"
 
     def __init__(
         self,
@@ -429,6 +431,10 @@ class ClaudeBackend(BackendBase):
 
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose.diagnose(self._config)
+
+    def warm_sessions(self) -> int:
+        """Claude Code processes kept warm now (the daemon's `a2a_sessions_warm` gauge)."""
+        return len(self._pool)
 
     def resume_command(self, session_id: str) -> str | None:
         return options.resume_command(self._config, session_id)

@@ -236,6 +236,8 @@ def _result(state: TurnState, result: ResultMessage) -> tuple[TurnState, list[Ba
             output_tokens=_tokens(usage, "output_tokens"),
             cost_usd=round(cost, 6) if cost is not None else None,
             model=state.model,
+            cache_read_tokens=_tokens(usage, "cache_read_input_tokens"),
+            cache_creation_tokens=_tokens(usage, "cache_creation_input_tokens"),
         )
     )
     failed = result.is_error or result.subtype != "success"

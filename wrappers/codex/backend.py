@@ -94,6 +94,8 @@ class _Unloading:
 
 class CodexBackend(BackendBase):
     name = "codex"
+    # Whose models it runs (gen_ai.provider.name of the daemon's traces).
+    model_provider = "openai"
 
     def __init__(
         self,

@@ -150,6 +150,8 @@ async def test_usage_per_turn_lands_in_the_task_metadata(
     assert wrapper(first)["usage"] == {
         "inputTokens": 100,
         "outputTokens": 10,
+        "cacheReadTokens": 0,
+        "cacheCreationTokens": 0,
         "costUsd": None,
         "model": "gpt-5.5",
     }

@@ -1,0 +1,117 @@
+"""What a request was, for metrics and traces: its A2A method, protocol version, binding,
+outcome and task, gathered while the bindings handle it.
+
+The `observe_requests` middleware makes one `RequestFacts` per A2A request (in a context
+variable, so the bindings and the engine's `admitted` call, made in the request, fill it in)
+and hands it to each sink (metrics, tracing) when the request ends, a stream included.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from core.wire.errors import DaemonError, protocol_name
+
+if TYPE_CHECKING:
+    from core.tasks.task_run import TaskRun
+
+JSONRPC_PATHS = frozenset({"/a2a/jsonrpc", "/a2a/jsonrpc/", "/"})
+# The REST bindings: v1.0 under /a2a/rest, v0.3 under /v1.
+REST_PREFIXES = ("/a2a/rest/", "/v1/")
+Endpoint = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class RequestFacts:
+    binding: str
+    method: str = "unknown"
+    version: str = ""
+    outcome: str = "ok"
+    task_id: str | None = None
+    context_id: str | None = None
+    run: TaskRun | None = None
+    traced: bool = False  # the request carried a W3C traceparent
+
+    @property
+    def task_state(self) -> str | None:
+        return self.run.task.status.state.value if self.run is not None else None
+
+
+_FACTS: contextvars.ContextVar[RequestFacts | None] = contextvars.ContextVar(
+    "a2a_request_facts", default=None
+)
+
+
+def current() -> RequestFacts | None:
+    return _FACTS.get()
+
+
+def method(name: str, version: str, task_id: object = None) -> None:
+    """The binding knows which A2A method (and which task, if the params name one)."""
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.method, facts.version = name, version
+        if isinstance(task_id, str):
+            facts.task_id = task_id
+
+
+def failed(error: Exception) -> None:
+    """The request ended in `error` (already a DaemonError)."""
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.outcome = (
+            protocol_name(error) if isinstance(error, DaemonError) else type(error).__name__
+        )
+
+
+def admitted(run: TaskRun) -> None:
+    """The engine admitted a turn of this request."""
+    facts = _FACTS.get()
+    if facts is not None:
+        facts.run, facts.task_id, facts.context_id = run, run.task.id, run.task.context_id
+
+
+class RequestSink(Protocol):
+    def request_started(self, request: web.Request, facts: RequestFacts) -> object:
+        """Called as the request begins; what it returns is handed to `request_ended`."""
+        ...
+
+    def request_ended(self, facts: RequestFacts, token: object) -> None: ...
+
+
+def binding_of(request: web.Request) -> str | None:
+    """The A2A binding a request uses, None for anything else (cards, health, metrics)."""
+    path = request.path
+    if request.method == "POST" and path in JSONRPC_PATHS:
+        return "jsonrpc"
+    if path.startswith(REST_PREFIXES):
+        return "rest"
+    return None
+
+
+def observe_requests(sinks: list[RequestSink]) -> Middleware:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Endpoint) -> web.StreamResponse:
+        binding = binding_of(request)
+        if binding is None:
+            return await handler(request)
+        facts = RequestFacts(binding)
+        reset = _FACTS.set(facts)
+        tokens = [sink.request_started(request, facts) for sink in sinks]
+        try:
+            return await handler(request)
+        except BaseException as exc:
+            facts.outcome = type(exc).__name__
+            raise
+        finally:
+            _FACTS.reset(reset)
+            for sink, token in zip(sinks, tokens, strict=True):
+                sink.request_ended(facts, token)
+
+    return middleware
