@@ -10,6 +10,9 @@ TOOLS_STAMP := $(TOOLS)/.installed
 NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102 @google/gemini-cli@0.61.0
 CONFIG ?= tests/conformance/tck.json
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): one per core; each test module stays on one worker, so the
+# contract suite's module-scoped daemons start once.
+TEST_WORKERS ?= auto
 
 .PHONY: run test lint bench clean crew crew-demo
 
@@ -28,7 +31,7 @@ run: $(STAMP) $(TOOLS_STAMP)
 	$(BIN)/a2a-wrapper serve $(CONFIG)
 
 test: $(STAMP) $(TOOLS_STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
