@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity,acp,postgres]"
+	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity,acp]"
 	touch $(STAMP)
 
 $(TOOLS_STAMP): Makefile

@@ -123,3 +123,13 @@ def postgres_server() -> Iterator[PostgresServer]:
 async def postgres_url(postgres_server: PostgresServer) -> str:
     """A new, empty database on the session's server: tests never see each other's rows."""
     return await fresh_database(postgres_server)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def durable_storage(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The `storage` block of each durable kind: a SQLite file, or a fresh PostgreSQL
+    database (tests that hold for both, e.g. what survives a restart)."""
+    if request.param == "postgres":
+        url = await fresh_database(request.getfixturevalue("postgres_server"))
+        return {"kind": "postgres", "url": url}
+    return {"kind": "sqlite", "path": str(tmp_path / "tasks.sqlite3")}

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from core.cluster import Cluster
 from core.server.card import CardProvider
 from core.settings import Settings
 from core.tasks.service import TaskService
@@ -17,3 +18,4 @@ SETTINGS = web.AppKey("settings", Settings)
 SERVICE = web.AppKey("service", TaskService)
 CARD = web.AppKey("card", CardProvider)
 GRPC: web.AppKey[GrpcBinding] = web.AppKey("grpc")
+CLUSTER = web.AppKey("cluster", Cluster)

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from core.pg_db import PostgresDatabase
+from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.policy import is_expired
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore
+from tests.support.postgres import fresh_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -21,12 +24,15 @@ def record(
     return SessionRecord(principal, context, "scripted", session, created, created)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
     factories: dict[str, Callable[[], SessionStore]] = {
         "memory": InMemorySessionStore,
         "sqlite": lambda: SqliteSessionStore(tmp_path / "s.sqlite3"),
     }
+    if request.param == "postgres":
+        url = await fresh_database(request.getfixturevalue("postgres_server"))
+        factories["postgres"] = lambda: PostgresSessionStore(PostgresDatabase(url))
     opened = factories[request.param]()
     await opened.open()
     yield opened

@@ -1,0 +1,206 @@
+"""Replicas: real daemon processes of one agent on one real PostgreSQL (storage.kind
+"postgres"): shared tasks and sessions, the migrate command, start-up errors, and failover
+when a replica is SIGKILLed mid-turn."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.daemon import EXE, Daemon, MakeDaemon
+from tests.support.postgres import free_port
+
+V1 = {"A2A-Version": "1.0"}
+LEASE_TTL_MS = 2000
+CLUSTER = {"leaseTtl": LEASE_TTL_MS, "heartbeat": 250}
+COMPLETED = "TASK_STATE_COMPLETED"
+
+
+def replica_config(url: str, home: Path) -> dict[str, Any]:
+    """The scripted agent with its sessions in `home` (an agent home on shared storage)."""
+    home.mkdir(exist_ok=True)
+    return {
+        "backend": "tests.support.scripted:ScriptedBackend",
+        "options": {"home": str(home)},
+        "storage": {"kind": "postgres", "url": url},
+        "cluster": CLUSTER,
+    }
+
+
+async def rpc(
+    client: httpx.AsyncClient, base: str, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = await client.post(f"{base}/a2a/jsonrpc", json=body, headers=V1, timeout=30)
+    result: dict[str, Any] = response.json()
+    return result
+
+
+async def send(
+    client: httpx.AsyncClient, base: str, context: str, text: str, **configuration: Any
+) -> dict[str, Any]:
+    message = {
+        "messageId": f"{context}-{text}-{time.monotonic_ns()}",
+        "role": "ROLE_USER",
+        "contextId": context,
+        "parts": [{"text": text}],
+    }
+    params: dict[str, Any] = {"message": message}
+    if configuration:
+        params["configuration"] = configuration
+    reply = await rpc(client, base, "SendMessage", params)
+    assert "result" in reply, reply
+    task: dict[str, Any] = reply["result"]["task"]
+    return task
+
+
+def answer(task: dict[str, Any]) -> str:
+    text: str = task["status"]["message"]["parts"][0]["text"]
+    return text
+
+
+def section(task: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = task["metadata"]["a2aWrapper"]
+    return found
+
+
+def start_replicas(daemons: MakeDaemon, config: dict[str, Any], count: int) -> list[Daemon]:
+    replicas = [daemons(config) for _ in range(count)]
+    for replica in replicas:
+        replica.start()
+    return replicas
+
+
+async def test_turns_round_robin_across_three_replicas_keep_each_context_apart(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    """50 contexts x 3 turns, each turn sent to another replica than the last: every turn
+    sees exactly its own context's earlier prompts, in one session per context."""
+    replicas = start_replicas(daemons, replica_config(postgres_url, tmp_path / "home"), 3)
+    urls = [r.url for r in replicas]
+
+    async def conversation(client: httpx.AsyncClient, n: int) -> list[dict[str, Any]]:
+        return [
+            await send(client, urls[(n + turn) % 3], f"ctx-{n}", f"history: c{n}-{turn}")
+            for turn in range(3)
+        ]
+
+    limits = httpx.Limits(max_connections=30)
+    async with httpx.AsyncClient(limits=limits) as client:
+        results = await asyncio.gather(*(conversation(client, n) for n in range(50)))
+
+    for n, tasks in enumerate(results):
+        prompts = [f"history: c{n}-{turn}" for turn in range(3)]
+        assert [t["status"]["state"] for t in tasks] == [COMPLETED] * 3
+        assert [t["contextId"] for t in tasks] == [f"ctx-{n}"] * 3
+        assert [answer(t) for t in tasks] == [
+            "(no history)",
+            prompts[0],
+            " | ".join(prompts[:2]),
+        ]
+        sessions = {section(t)["sessionId"] for t in tasks}
+        assert len(sessions) == 1
+        assert [section(t)["newSession"] for t in tasks] == [True, False, False]
+    for replica in replicas:
+        assert replica.stop() == 0
+
+
+async def test_a_task_is_readable_and_listed_on_every_replica(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    first, second = start_replicas(daemons, replica_config(postgres_url, tmp_path / "h"), 2)
+    async with httpx.AsyncClient() as client:
+        task = await send(client, first.url, "ctx-shared", "echo: hello")
+        got = await rpc(client, second.url, "GetTask", {"id": task["id"]})
+        listed = await rpc(client, second.url, "ListTasks", {"contextId": "ctx-shared"})
+
+    assert got["result"] == task
+    assert [t["id"] for t in listed["result"]["tasks"]] == [task["id"]]
+    assert first.stop() == 0
+    assert second.stop() == 0
+
+
+async def test_sigkill_of_a_replica_mid_turn_fails_its_task_and_a_survivor_goes_on(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    owner, survivor = start_replicas(daemons, replica_config(postgres_url, tmp_path / "h"), 2)
+    async with httpx.AsyncClient() as client:
+        running = await send(client, owner.url, "ctx-lost", "block", returnImmediately=True)
+
+        async def state_on_survivor() -> dict[str, Any]:
+            reply = await rpc(client, survivor.url, "GetTask", {"id": running["id"]})
+            task: dict[str, Any] = reply["result"]
+            return task
+
+        seen = await state_on_survivor()
+        deadline = time.monotonic() + 10
+        while seen["status"]["state"] != "TASK_STATE_WORKING" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            seen = await state_on_survivor()
+        assert seen["status"]["state"] == "TASK_STATE_WORKING"
+
+        owner.stop(signal.SIGKILL)
+        killed_at = time.monotonic()
+        deadline = killed_at + LEASE_TTL_MS / 1000 + 5
+        while seen["status"]["state"] == "TASK_STATE_WORKING" and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            seen = await state_on_survivor()
+
+        assert seen["status"]["state"] == "TASK_STATE_FAILED"
+        assert "replica running this task was lost" in answer(seen)
+        after = await send(client, survivor.url, "ctx-lost", "echo: again")
+        assert after["status"]["state"] == COMPLETED
+        assert answer(after) == "again"
+    assert survivor.stop() == 0
+
+
+def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(
+        '{"backend": "tests.support.scripted:ScriptedBackend", '
+        f'"storage": {{"kind": "postgres", "url": "{postgres_url}"}}}}'
+    )
+
+    def migrate() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            [str(EXE), "migrate", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    first, second = migrate(), migrate()
+
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip().endswith("schema at version 1 (applied 1)")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.strip().endswith("schema at version 1 (nothing to apply)")
+
+
+def test_an_unreachable_database_is_one_line_and_the_storage_exit_code(
+    daemons: MakeDaemon,
+) -> None:
+    url = f"postgresql://postgres:secret@127.0.0.1:{free_port()}/nowhere"
+    daemon = daemons(
+        {
+            "backend": "tests.support.scripted:ScriptedBackend",
+            "storage": {"kind": "postgres", "url": url},
+        }
+    )
+
+    code, out, err = daemon.run_to_exit()
+
+    assert code == 3, err
+    assert out == ""
+    # The log lines are JSON; the operator's message is the one plain line.
+    lines = [line for line in err.strip().splitlines() if not line.startswith("{")]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("a2a-wrapper: cannot open the storage at postgresql://postgres:***@")
+    assert "secret" not in err
