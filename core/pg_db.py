@@ -148,7 +148,7 @@ class PostgresDatabase:
     async def forget_replicas(self, after: timedelta) -> None:
         """Delete the rows of replicas expired for longer than `after` (what they left is
         recognised as lost by its replica id not being live, row or no row)."""
-        await self.execute("DELETE FROM replicas WHERE expires_at < now() - $1", after)
+        await self.execute("DELETE FROM replicas WHERE expires_at < now() - $1::interval", after)
 
     async def live_replicas(self) -> set[str]:
         rows = await self.fetch("SELECT id FROM replicas WHERE expires_at > now()")

@@ -116,6 +116,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX turn_usage_by_time ON turn_usage (at);
         """,
     ),
+    Migration(
+        2,
+        "task events",
+        """
+        CREATE TABLE task_events (
+            seq BIGSERIAL PRIMARY KEY,
+            principal TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            body TEXT NOT NULL
+        );
+        CREATE INDEX task_events_by_task ON task_events (task_id, seq);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

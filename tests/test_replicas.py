@@ -5,15 +5,19 @@ when a replica is SIGKILLed mid-turn."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.support.daemon import EXE, Daemon, MakeDaemon
+from tests.support.orphans import alive, await_file
+from tests.support.polling import until
 from tests.support.postgres import free_port
 
 V1 = {"A2A-Version": "1.0"}
@@ -160,6 +164,117 @@ async def test_sigkill_of_a_replica_mid_turn_fails_its_task_and_a_survivor_goes_
     assert survivor.stop() == 0
 
 
+async def rpc_stream(
+    client: httpx.AsyncClient, base: str, method: str, params: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """The `result` of each SSE event of a JSON-RPC streaming call."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with client.stream(
+        "POST", f"{base}/a2a/jsonrpc", json=body, headers=V1, timeout=30
+    ) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                data = json.loads(line[len("data:") :])
+                assert "result" in data, data
+                yield data["result"]
+
+
+async def collect(events: AsyncIterator[dict[str, Any]], into: list[dict[str, Any]]) -> None:
+    async for event in events:
+        into.append(event)
+
+
+async def wait_for(look: Callable[[], Awaitable[bool]]) -> None:
+    assert await until(look, bool)
+
+
+async def test_a_subscriber_on_another_replica_gets_every_event_in_order_and_cancel_anywhere(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    """A streaming send on one replica, SubscribeToTask on a second, CancelTask on the
+    third: the subscriber receives exactly the owner's events, in order, to CANCELED, and
+    every replica reports the task CANCELED."""
+    owner, watcher, canceller = start_replicas(
+        daemons, replica_config(postgres_url, tmp_path / "h"), 3
+    )
+    message = {"messageId": "m-block", "role": "ROLE_USER", "parts": [{"text": "block"}]}
+    async with httpx.AsyncClient() as client:
+        sent = rpc_stream(client, owner.url, "SendStreamingMessage", {"message": message})
+        first = await anext(sent)
+        task_id = first["task"]["id"]
+        on_owner = [first]
+        owner_done = asyncio.ensure_future(collect(sent, on_owner))
+
+        async def working() -> bool:
+            got = await rpc(client, watcher.url, "GetTask", {"id": task_id})
+            return bool(got["result"]["status"]["state"] == "TASK_STATE_WORKING")
+
+        await wait_for(working)
+        on_watcher: list[dict[str, Any]] = []
+        watched = asyncio.ensure_future(
+            collect(rpc_stream(client, watcher.url, "SubscribeToTask", {"id": task_id}), on_watcher)
+        )
+        await wait_for(lambda: _true(len(on_watcher) >= 2))
+
+        canceled = await rpc(client, canceller.url, "CancelTask", {"id": task_id})
+        await asyncio.wait_for(asyncio.gather(owner_done, watched), 15)
+        states = [
+            (await rpc(client, r.url, "GetTask", {"id": task_id}))["result"]["status"]["state"]
+            for r in (owner, watcher, canceller)
+        ]
+
+    assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert on_watcher == on_owner
+    assert on_owner[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert states == ["TASK_STATE_CANCELED"] * 3
+    for replica in (owner, watcher, canceller):
+        assert replica.stop() == 0
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_a_cancel_on_a_replica_that_does_not_own_the_task_stops_the_agent_within_1s(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    config = {
+        "backend": "tests.support.process_backend:ProcessBackend",
+        "options": {"pidDir": str(pids)},
+        "storage": {"kind": "postgres", "url": postgres_url},
+        "cluster": CLUSTER,
+    }
+    owner, other = start_replicas(daemons, config, 2)
+    async with httpx.AsyncClient() as client:
+        task = await send(client, owner.url, "ctx-cancel", "work", returnImmediately=True)
+        child = int(await asyncio.to_thread(await_file, pids / f"{task['id']}.pid"))
+        assert alive(child)
+
+        async def working() -> bool:
+            got = await rpc(client, other.url, "GetTask", {"id": task["id"]})
+            return bool(got["result"]["status"]["state"] == "TASK_STATE_WORKING")
+
+        await wait_for(working)
+        asked = time.monotonic()
+        canceled = await rpc(client, other.url, "CancelTask", {"id": task["id"]})
+        for _ in range(100):  # 1 s at most
+            if not alive(child) or time.monotonic() > asked + 1:
+                break
+            await asyncio.sleep(0.01)
+        stopped_within = time.monotonic() - asked
+        on_owner = await rpc(client, owner.url, "GetTask", {"id": task["id"]})
+
+    assert not alive(child), "the owner's agent process still runs 1 s after the cancel"
+    assert stopped_within <= 1
+    assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert on_owner["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert owner.stop() == 0
+    assert other.stop() == 0
+
+
 def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(
@@ -179,9 +294,9 @@ def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> N
     first, second = migrate(), migrate()
 
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip().endswith("schema at version 1 (applied 1)")
+    assert first.stdout.strip().endswith("schema at version 2 (applied 1, 2)")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.strip().endswith("schema at version 1 (nothing to apply)")
+    assert second.stdout.strip().endswith("schema at version 2 (nothing to apply)")
 
 
 def test_an_unreachable_database_is_one_line_and_the_storage_exit_code(

@@ -16,11 +16,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from core import registry
 from core.backend import Backend
 from core.cluster import Cluster
+from core.cluster_events import ClusterEvents
 from core.pg_db import PostgresDatabase
 from core.server import jsonrpc, rest, rest_v03
 from core.server.auth import Authenticator
 from core.server.card import CardProvider
-from core.server.keys import CARD, CLUSTER, GRPC, SERVICE, SETTINGS
+from core.server.keys import CARD, CLUSTER, CLUSTER_EVENTS, GRPC, SERVICE, SETTINGS
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
 from core.server.storage import (
@@ -43,6 +44,7 @@ from core.settings import Settings
 from core.tasks.hooks import Hooks, load_hook
 from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
 from core.tasks.push_store import PushStore
+from core.tasks.remote import NO_REMOTE
 from core.tasks.service import TaskService
 from core.tasks.store import TaskStore
 
@@ -113,18 +115,27 @@ def create_app(
         clock=clock,
     )
     tasks = store or build_store(db)
+    engine = settings.engine()
+    events = None
+    if isinstance(db, PostgresDatabase):
+        # A cancel sent to another replica waits as long as one here would, and a margin.
+        wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
+        events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
     service = TaskService(
         tasks,
         agent,
-        settings.engine(),
+        engine,
         sessions=sessions,
         hooks=build_hooks(settings),
         push=build_push(settings, push_store, push_sender, db, observers.push_outcome),
         turn_hooks=budgets,
         admission_check=budgets.refuse,
         observer=observers.turns,
+        remote=events or NO_REMOTE,
     )
     app[SERVICE] = service
+    if events is not None:
+        events.on_cancel = service.cancel_here
     if isinstance(db, PostgresDatabase):
         app[CLUSTER] = Cluster(db, tasks, timedelta(milliseconds=settings.cluster.heartbeat))
     if settings.server.grpc_port is not None:
@@ -240,9 +251,9 @@ async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
                 grpc = app.get(GRPC)
                 if grpc is not None:
                     await tg.start(grpc.serve)
-                cluster = app.get(CLUSTER)
-                if cluster is not None:
-                    await tg.start(cluster.serve)
+                for part in (app.get(CLUSTER_EVENTS), app.get(CLUSTER)):
+                    if part is not None:
+                        await tg.start(part.serve)
                 ready.set()
                 await stop.wait()
                 tg.cancel_scope.cancel()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from core.cluster import Cluster
+from core.cluster_events import ClusterEvents
 from core.server.card import CardProvider
 from core.settings import Settings
 from core.tasks.service import TaskService
@@ -19,3 +20,4 @@ SERVICE = web.AppKey("service", TaskService)
 CARD = web.AppKey("card", CardProvider)
 GRPC: web.AppKey[GrpcBinding] = web.AppKey("grpc")
 CLUSTER = web.AppKey("cluster", Cluster)
+CLUSTER_EVENTS = web.AppKey("cluster_events", ClusterEvents)

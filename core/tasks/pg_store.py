@@ -5,7 +5,8 @@ index it; a body that cannot be read is skipped by listings and answers
 `TaskUnreadableError` to a read), plus `replica`: the replica that wrote the task last, which
 is the one running it. `fail_unfinished` fails only the tasks of replicas whose lease has
 expired (or that stopped), never a live replica's: a replica starting, or the failover check,
-takes over what a lost replica left.
+takes over what a lost replica left, and appends the FAILED status to the task's events
+(`task_events`, announced on EVENTS_CHANNEL), so its watchers on other replicas see it end.
 """
 
 from __future__ import annotations
@@ -29,7 +30,53 @@ from core.tasks.store import (
 )
 from core.wire.base import format_timestamp
 from core.wire.enums import TaskState
-from core.wire.models import Task
+from core.wire.models import StreamResponse, Task, TaskStatusUpdateEvent
+
+# NOTIFY channels: a task's new events (payload: its id) and cancels (payload: JSON).
+EVENTS_CHANNEL = "a2a_events"
+CANCEL_CHANNEL = "a2a_cancel"
+
+
+def status_event(task: Task) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status
+        )
+    )
+
+
+def event_kind(event: StreamResponse) -> str:
+    if event.task is not None:
+        return "task"
+    if event.status_update is not None:
+        return "status"
+    if event.artifact_update is not None:
+        return "artifact"
+    return "message"
+
+
+async def append_event(conn: Conn, principal: str, event: StreamResponse) -> None:
+    """Append one event to `task_events` and announce it (delivered at commit)."""
+    task_id = _event_task_id(event)
+    await conn.execute(
+        "INSERT INTO task_events (principal, task_id, kind, body) VALUES ($1, $2, $3, $4)",
+        principal,
+        task_id,
+        event_kind(event),
+        event.model_dump_json(by_alias=True, exclude_none=True),
+    )
+    await conn.execute("SELECT pg_notify($1, $2)", EVENTS_CHANNEL, task_id)
+
+
+def _event_task_id(event: StreamResponse) -> str:
+    if event.task is not None:
+        return event.task.id
+    if event.status_update is not None:
+        return event.status_update.task_id
+    if event.artifact_update is not None:
+        return event.artifact_update.task_id
+    return (event.message.task_id if event.message else None) or ""
+
 
 _TERMINAL = [s.value for s in TaskState if s.terminal]
 _ACTIVE = [s.value for s in ACTIVE_STATES]
@@ -143,6 +190,7 @@ class PostgresTaskStore(PostgresStore):
                     )
                     continue
                 task = failed_by_restart(stored, reason)
+                await append_event(conn, row["principal"], status_event(task))
                 await conn.execute(
                     "UPDATE tasks SET state = $1, status_ts = $2, body = $3 "
                     "WHERE principal = $4 AND id = $5",
@@ -166,6 +214,10 @@ class PostgresTaskStore(PostgresStore):
                     "DELETE FROM tasks WHERE state = ANY($1::text[]) AND status_ts < $2",
                     _TERMINAL,
                     cutoff,
+                )
+                await conn.execute(
+                    "DELETE FROM task_events e WHERE NOT EXISTS (SELECT 1 FROM tasks t "
+                    "WHERE t.principal = e.principal AND t.id = e.task_id)"
                 )
                 return count_of(status)
 

@@ -27,6 +27,7 @@ from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion
 from core.tasks.queries import LiveRuns, TaskQueries
 from core.tasks.readiness import Readiness
+from core.tasks.remote import NO_REMOTE, RemoteTasks
 from core.tasks.scheduling import Scheduler
 from core.tasks.store import TaskStore
 from core.tasks.streams import EventStream, apply_history_length
@@ -59,9 +60,11 @@ class TaskService:
         push: PushDispatcher | None = None,
         admission_check: AdmissionCheck | None = None,
         observer: TurnObserver = NO_OBSERVER,
+        remote: RemoteTasks = NO_REMOTE,
     ) -> None:
         """`admission_check` may refuse a message before anything is stored (budgets);
-        `observer` watches every turn (metrics, traces)."""
+        `observer` watches every turn (metrics, traces); `remote`: the other replicas (their
+        tasks can be watched and cancelled from here, and this one's events reach them)."""
         config = config or EngineConfig()
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -70,7 +73,8 @@ class TaskService:
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
-        self._live = LiveRuns(store, push)
+        self._remote = remote
+        self._live = LiveRuns(store, push, None if remote is NO_REMOTE else remote.record)
         self._queries = TaskQueries(store, self._live)
         self.push_configs = PushConfigs(push, self._queries.load)
         runner = TurnRunner(
@@ -226,6 +230,10 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state: {task.status.state.value}"
             )
+        if self._live.get(principal, task_id) is None and await self._remote.running_elsewhere(
+            principal, task_id
+        ):
+            return EventStream(self._remote.watch(principal, task_id), at_interrupt=False)
         run = self._live.of_stored(principal, task)
         self._live.hold(run)
         return self._watch(run, at_interrupt=False, snapshot=True)
@@ -251,7 +259,16 @@ class TaskService:
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
             return run.task
+        if run is None and await self._remote.running_elsewhere(principal, request.id):
+            return await self._remote.cancel(principal, request.id)
         run = run or self._live.of_stored(principal, task)
         await run.cancel_idle()
         self._live.forget(request.id)
         return run.task
+
+    async def cancel_here(self, principal: str, task_id: str) -> None:
+        """A cancel another replica received for a task whose turn runs here (a no-op when
+        it has no turn in flight here any more)."""
+        run = self._live.get(principal, task_id)
+        if run is not None and run.in_flight:
+            await self._scheduler.cancel(run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from core.tasks.broker import Subscription
+from core.tasks.remote import EventSource
 from core.wire.models import StreamResponse, Task
 
 
@@ -38,7 +38,7 @@ class EventStream:
 
     def __init__(
         self,
-        subscription: Subscription,
+        subscription: EventSource,
         *,
         at_interrupt: bool,
         on_close: Callable[[], None] = lambda: None,

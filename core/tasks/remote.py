@@ -1,0 +1,57 @@
+"""What the engine asks of the other replicas (storage.kind "postgres"; core/cluster.py
+implements it): whether a task runs on another live replica, its events from there, and a
+cancel delivered to it. Without replicas (`NO_REMOTE`) every task is local."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from core.wire.models import StreamResponse, Task
+
+
+class EventSource(Protocol):
+    """The events of one watched task, in order; `close` stops watching (idempotent)."""
+
+    def __aiter__(self) -> AsyncIterator[StreamResponse]: ...
+
+    def close(self) -> None: ...
+
+
+class RemoteTasks(Protocol):
+    def record(self, principal: str, task_id: str, event: StreamResponse) -> None:
+        """Called with each event of a task that runs here, in order; never waits. The event
+        reaches the other replicas' watchers in that order."""
+
+    async def running_elsewhere(self, principal: str, task_id: str) -> bool:
+        """True when another live replica runs a turn of the task now."""
+        ...
+
+    def watch(self, principal: str, task_id: str) -> EventSource:
+        """The events of a task running on another replica: its latest Task snapshot first,
+        then every later event, in order, none twice."""
+        ...
+
+    async def cancel(self, principal: str, task_id: str) -> Task:
+        """Ask the replica that runs the task to cancel it, wait (bounded) until the task is
+        terminal, and return it as stored."""
+        ...
+
+
+class NoRemote:
+    """A single daemon: nothing runs elsewhere."""
+
+    def record(self, principal: str, task_id: str, event: StreamResponse) -> None:
+        return None
+
+    async def running_elsewhere(self, principal: str, task_id: str) -> bool:
+        return False
+
+    def watch(self, principal: str, task_id: str) -> EventSource:
+        raise RuntimeError("no other replica")
+
+    async def cancel(self, principal: str, task_id: str) -> Task:
+        raise RuntimeError("no other replica")
+
+
+NO_REMOTE = NoRemote()
