@@ -20,6 +20,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from functools import partial
+from typing import TypeVar
 
 import anyio
 import asyncpg
@@ -28,7 +29,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.pg_db import Conn, PostgresDatabase
-from core.tasks.pg_store import CANCEL_CHANNEL, EVENTS_CHANNEL, event_kind
+from core.tasks.pg_store import CANCEL_CHANNEL, EVENTS_CHANNEL, TURNS_CHANNEL, event_kind
 from core.tasks.store import ACTIVE_STATES
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import StreamResponse, Task
@@ -43,6 +44,7 @@ RECHECK = 1.0
 _ACTIVE = [s.value for s in ACTIVE_STATES]
 
 LocalCancel = Callable[[str, str], Awaitable[None]]
+T = TypeVar("T")
 _Row = tuple[str, str, str, str]
 
 
@@ -57,6 +59,11 @@ class ClusterEvents:
         self._send: MemoryObjectSendStream[_Row] | None = None
         self._cancels: MemoryObjectSendStream[tuple[str, str]] | None = None
         self.on_cancel: LocalCancel | None = None
+        # Turns other replicas queued for this one (core/cluster_turns.py reads them).
+        self.turns: MemoryObjectSendStream[int] | None = None
+        self._recorded = 0
+        self._written = 0
+        self._progress = anyio.Event()
 
     # ----- life ------------------------------------------------------------------------------
 
@@ -70,6 +77,7 @@ class ClusterEvents:
             self._cancels = cancels
             await listener.add_listener(EVENTS_CHANNEL, self._on_events)
             await listener.add_listener(CANCEL_CHANNEL, self._on_cancel)
+            await listener.add_listener(TURNS_CHANNEL, self._on_turn)
             async with anyio.create_task_group() as tg:
                 self._send = send
                 tg.start_soon(self._write, receive)
@@ -91,6 +99,13 @@ class ClusterEvents:
             return
         body = event.model_dump_json(by_alias=True, exclude_none=True)
         self._send.send_nowait((principal, task_id, event_kind(event), body))
+        self._recorded += 1
+
+    async def flushed(self) -> None:
+        """Return once every event recorded so far is written (or its batch failed)."""
+        target = self._recorded
+        while self._written < target and self._send is not None:
+            await self._progress.wait()
 
     async def _write(self, receive: MemoryObjectReceiveStream[_Row]) -> None:
         async with receive:
@@ -105,12 +120,21 @@ class ClusterEvents:
                     await self._db.run(partial(_append, rows=batch))
                 except Exception:
                     log.exception("cluster.events_write_failed", events=len(batch))
+                finally:
+                    self._written += len(batch)
+                    self._progress.set()
+                    self._progress = anyio.Event()
 
     # ----- listening -------------------------------------------------------------------------
 
     def _on_events(self, conn: object, pid: int, channel: str, task_id: object) -> None:
         for wake in self._waiters.get(str(task_id), ()):
             wake.set()
+
+    def _on_turn(self, conn: object, pid: int, channel: str, payload: object) -> None:
+        target, _, request_id = str(payload).partition(" ")
+        if target == self._db.replica_id and self.turns is not None and request_id.isdigit():
+            self.turns.send_nowait(int(request_id))
 
     def _on_cancel(self, conn: object, pid: int, channel: str, payload: object) -> None:
         try:
@@ -160,8 +184,22 @@ class ClusterEvents:
         )
         return owner is not None and owner != self._db.replica_id
 
-    def watch(self, principal: str, task_id: str) -> RemoteWatch:
-        return RemoteWatch(self, principal, task_id)
+    def watch(self, principal: str, task_id: str, from_seq: int | None = None) -> RemoteWatch:
+        """From the task's latest snapshot, or from the event `from_seq` on."""
+        return RemoteWatch(self, principal, task_id, None if from_seq is None else from_seq - 1)
+
+    async def wait_announced(self, key: str, look: Callable[[], Awaitable[T | None]]) -> T | None:
+        """`look()` until it finds something, woken by an announcement of `key`."""
+        while True:
+            wake = self._waiter(key)
+            try:
+                found = await look()
+                if found is not None:
+                    return found
+                with anyio.move_on_after(RECHECK):
+                    await wake.wait()
+            finally:
+                self._forget(key, wake)
 
     async def cancel(self, principal: str, task_id: str) -> Task:
         notice = json.dumps({"principal": principal, "taskId": task_id})
@@ -215,17 +253,20 @@ class ClusterEvents:
 class RemoteWatch:
     """One watcher of a task running on another replica (an `EventSource`)."""
 
-    def __init__(self, events: ClusterEvents, principal: str, task_id: str) -> None:
+    def __init__(
+        self, events: ClusterEvents, principal: str, task_id: str, after: int | None = None
+    ) -> None:
         self._events = events
         self._principal = principal
         self._task_id = task_id
+        self._after = after
         self._closed = False
 
     def __aiter__(self) -> AsyncIterator[StreamResponse]:
         return self._follow()
 
     async def _follow(self) -> AsyncIterator[StreamResponse]:
-        seq: int | None = None
+        seq = self._after
         while not self._closed:
             wake = self._events._waiter(self._task_id)
             try:

@@ -130,6 +130,32 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX task_events_by_task ON task_events (task_id, seq);
         """,
     ),
+    Migration(
+        3,
+        "context owners, forwarded turns",
+        """
+        CREATE TABLE context_owners (
+            principal TEXT NOT NULL,
+            context_id TEXT NOT NULL,
+            replica TEXT NOT NULL,
+            PRIMARY KEY (principal, context_id)
+        );
+        CREATE INDEX context_owners_by_replica ON context_owners (replica);
+        CREATE TABLE turn_requests (
+            id BIGSERIAL PRIMARY KEY,
+            target TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            version TEXT NOT NULL,
+            body TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'queued',
+            task_id TEXT,
+            from_seq BIGINT,
+            error_kind TEXT,
+            error TEXT,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.daemon import EXE, Daemon, MakeDaemon
-from tests.support.orphans import alive, await_file
+from tests.support.orphans import alive, await_file, logged
 from tests.support.polling import until
 from tests.support.postgres import free_port
+from tests.support.webhook import Webhook, serve_webhook
 
 V1 = {"A2A-Version": "1.0"}
 LEASE_TTL_MS = 2000
@@ -111,6 +113,10 @@ async def test_turns_round_robin_across_three_replicas_keep_each_context_apart(
         sessions = {section(t)["sessionId"] for t in tasks}
         assert len(sessions) == 1
         assert [section(t)["newSession"] for t in tasks] == [True, False, False]
+    # Every turn of a context ran on the replica that owns it, whichever one received it.
+    ran_on = [{e["context_id"] for e in logged(r, "task.state")} for r in replicas]
+    for n in range(50):
+        assert sum(f"ctx-{n}" in contexts for contexts in ran_on) == 1, n
     for replica in replicas:
         assert replica.stop() == 0
 
@@ -275,6 +281,55 @@ async def test_a_cancel_on_a_replica_that_does_not_own_the_task_stops_the_agent_
     assert other.stop() == 0
 
 
+@pytest.fixture
+async def webhook() -> AsyncIterator[Webhook]:
+    async for hook in serve_webhook():
+        yield hook
+
+
+async def test_pushes_from_three_replicas_arrive_once_each_in_order(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path, webhook: Webhook
+) -> None:
+    """Streaming sends with an inline push config, spread over three replicas: the webhook
+    receives each task's stream events exactly once, in the stream's order."""
+    config = {
+        **replica_config(postgres_url, tmp_path / "h"),
+        "push": {"enabled": True, "allowPrivateTargets": True, "backoff": 10},
+    }
+    replicas = start_replicas(daemons, config, 3)
+
+    async def streamed(client: httpx.AsyncClient, n: int) -> list[dict[str, Any]]:
+        message = {
+            "messageId": f"m-{n}",
+            "role": "ROLE_USER",
+            "parts": [{"text": f"deltas: {n}|a|b"}],
+        }
+        push = {"url": webhook.url, "token": f"t-{n}"}
+        params = {"message": message, "configuration": {"taskPushNotificationConfig": push}}
+        base = replicas[n % 3].url
+        return [e async for e in rpc_stream(client, base, "SendStreamingMessage", params)]
+
+    async with httpx.AsyncClient() as client:
+        streams = await asyncio.gather(*(streamed(client, n) for n in range(9)))
+    total = sum(len(events) for events in streams)
+    delivered = await webhook.wait_delivered(total)
+
+    assert len(webhook.delivered) == total
+    for events in streams:
+        task_id = events[0]["task"]["id"]
+        assert [body for body in delivered if _task_of(body) == task_id] == events
+    for replica in replicas:
+        assert replica.stop() == 0
+
+
+def _task_of(event: dict[str, Any]) -> str:
+    for key in ("task", "statusUpdate", "artifactUpdate"):
+        if key in event:
+            found: str = event[key]["id" if key == "task" else "taskId"]
+            return found
+    return ""
+
+
 def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> None:
     config = tmp_path / "config.json"
     config.write_text(
@@ -294,9 +349,9 @@ def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> N
     first, second = migrate(), migrate()
 
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip().endswith("schema at version 2 (applied 1, 2)")
+    assert first.stdout.strip().endswith("schema at version 3 (applied 1, 2, 3)")
     assert second.returncode == 0, second.stderr
-    assert second.stdout.strip().endswith("schema at version 2 (nothing to apply)")
+    assert second.stdout.strip().endswith("schema at version 3 (nothing to apply)")
 
 
 def test_an_unreachable_database_is_one_line_and_the_storage_exit_code(

@@ -17,11 +17,20 @@ from core import registry
 from core.backend import Backend
 from core.cluster import Cluster
 from core.cluster_events import ClusterEvents
+from core.cluster_turns import ClusterTurns, ReplicaTasks
 from core.pg_db import PostgresDatabase
 from core.server import jsonrpc, rest, rest_v03
 from core.server.auth import Authenticator
 from core.server.card import CardProvider
-from core.server.keys import CARD, CLUSTER, CLUSTER_EVENTS, GRPC, SERVICE, SETTINGS
+from core.server.keys import (
+    CARD,
+    CLUSTER,
+    CLUSTER_EVENTS,
+    CLUSTER_TURNS,
+    GRPC,
+    SERVICE,
+    SETTINGS,
+)
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
 from core.server.storage import (
@@ -44,7 +53,7 @@ from core.settings import Settings
 from core.tasks.hooks import Hooks, load_hook
 from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
 from core.tasks.push_store import PushStore
-from core.tasks.remote import NO_REMOTE
+from core.tasks.remote import NO_REMOTE, RemoteTasks
 from core.tasks.service import TaskService
 from core.tasks.store import TaskStore
 
@@ -52,6 +61,8 @@ log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+# How long a turn sent to a replica that does not own its context waits for the owner.
+FORWARD_WAIT = timedelta(seconds=30)
 PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
@@ -116,11 +127,13 @@ def create_app(
     )
     tasks = store or build_store(db)
     engine = settings.engine()
-    events = None
+    remote: RemoteTasks = NO_REMOTE
     if isinstance(db, PostgresDatabase):
         # A cancel sent to another replica waits as long as one here would, and a margin.
         wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
         events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
+        turns = app[CLUSTER_TURNS] = ClusterTurns(db, events, FORWARD_WAIT)
+        remote = ReplicaTasks(events, turns)
     service = TaskService(
         tasks,
         agent,
@@ -131,11 +144,12 @@ def create_app(
         turn_hooks=budgets,
         admission_check=budgets.refuse,
         observer=observers.turns,
-        remote=events or NO_REMOTE,
+        remote=remote,
     )
     app[SERVICE] = service
-    if events is not None:
-        events.on_cancel = service.cancel_here
+    if CLUSTER_EVENTS in app:
+        app[CLUSTER_EVENTS].on_cancel = service.cancel_here
+        app[CLUSTER_TURNS].on_turn = service.admit_here
     if isinstance(db, PostgresDatabase):
         app[CLUSTER] = Cluster(db, tasks, timedelta(milliseconds=settings.cluster.heartbeat))
     if settings.server.grpc_port is not None:
@@ -251,7 +265,7 @@ async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
                 grpc = app.get(GRPC)
                 if grpc is not None:
                     await tg.start(grpc.serve)
-                for part in (app.get(CLUSTER_EVENTS), app.get(CLUSTER)):
+                for part in (app.get(CLUSTER_EVENTS), app.get(CLUSTER_TURNS), app.get(CLUSTER)):
                     if part is not None:
                         await tg.start(part.serve)
                 ready.set()

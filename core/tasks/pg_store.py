@@ -35,6 +35,8 @@ from core.wire.models import StreamResponse, Task, TaskStatusUpdateEvent
 # NOTIFY channels: a task's new events (payload: its id) and cancels (payload: JSON).
 EVENTS_CHANNEL = "a2a_events"
 CANCEL_CHANNEL = "a2a_cancel"
+# A turn queued for the replica that owns its context (payload: "<replica> <request id>").
+TURNS_CHANNEL = "a2a_turns"
 
 
 def status_event(task: Task) -> StreamResponse:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from core.wire.models import StreamResponse, Task
+from core.tasks.push_store import PushVersion
+from core.wire.models import SendMessageRequest, StreamResponse, Task
 
 
 class EventSource(Protocol):
@@ -37,6 +38,18 @@ class RemoteTasks(Protocol):
         terminal, and return it as stored."""
         ...
 
+    async def owner_elsewhere(self, principal: str, context_id: str) -> str | None:
+        """The live replica that owns the context when it is not this one; else None, and
+        this one owns it from now on."""
+        ...
+
+    async def forward(
+        self, owner: str, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> EventSource:
+        """Have `owner` run the turn: the events of its task from the turn's Task snapshot
+        on. Raises the owner's refusal as the same error."""
+        ...
+
 
 class NoRemote:
     """A single daemon: nothing runs elsewhere."""
@@ -51,6 +64,14 @@ class NoRemote:
         raise RuntimeError("no other replica")
 
     async def cancel(self, principal: str, task_id: str) -> Task:
+        raise RuntimeError("no other replica")
+
+    async def owner_elsewhere(self, principal: str, context_id: str) -> str | None:
+        return None
+
+    async def forward(
+        self, owner: str, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> EventSource:
         raise RuntimeError("no other replica")
 
 

@@ -3,7 +3,7 @@ stream, and history trimmed to what was asked for."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from core.tasks.remote import EventSource
 from core.wire.models import StreamResponse, Task
@@ -47,7 +47,7 @@ class EventStream:
         self._at_interrupt = at_interrupt
         self._on_close = on_close
 
-    async def __aiter__(self) -> AsyncIterator[StreamResponse]:
+    async def __aiter__(self) -> AsyncGenerator[StreamResponse, None]:
         try:
             async for event in self._subscription:
                 yield event
