@@ -1,6 +1,7 @@
 """A replica's part in the cluster (`storage.kind: "postgres"`): renew its lease every
 `cluster.heartbeat`, and take over what replicas whose lease expired left: their running
-tasks are marked FAILED with `REPLICA_LOST` (the failover check). Each check runs on every
+tasks are marked FAILED with `REPLICA_LOST` (the failover check), and their undelivered
+pushes are delivered from here. Each check runs on every
 replica; the rows it changes are locked (`FOR UPDATE SKIP LOCKED`), so each lost task is
 failed by one survivor, once."""
 
@@ -13,6 +14,8 @@ import structlog
 from anyio.abc import TaskStatus
 
 from core.pg_db import PostgresDatabase
+from core.tasks.push import PushDispatcher
+from core.tasks.push_pg import PostgresPushStore
 from core.tasks.store import TaskStore
 
 log = structlog.get_logger(__name__)
@@ -26,10 +29,19 @@ FORGET_AFTER = timedelta(minutes=10)
 
 
 class Cluster:
-    def __init__(self, db: PostgresDatabase, tasks: TaskStore, heartbeat: timedelta) -> None:
+    def __init__(
+        self,
+        db: PostgresDatabase,
+        tasks: TaskStore,
+        heartbeat: timedelta,
+        push: PushDispatcher | None = None,
+    ) -> None:
+        """`push`: its store is the PostgreSQL one; each check hands it the deliveries lost
+        replicas left."""
         self._db = db
         self._tasks = tasks
         self._heartbeat = heartbeat.total_seconds()
+        self._push = push
 
     @property
     def replica_id(self) -> str:
@@ -57,5 +69,10 @@ class Cluster:
         failed = await self._tasks.fail_unfinished(REPLICA_LOST)
         if failed:
             log.warning("cluster.lost_tasks_failed", failed=failed, replica=self.replica_id)
+        if self._push is not None and isinstance(self._push.store, PostgresPushStore):
+            taken = await self._push.store.take_over()
+            if taken:
+                log.warning("cluster.lost_pushes_taken", pending=len(taken))
+            await self._push.adopt(taken)
         await self._db.forget_replicas(FORGET_AFTER)
         return failed

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from tests.support.daemon import EXE, Daemon, MakeDaemon
-from tests.support.orphans import alive, await_file, logged
+from tests.support.orphans import alive, await_file, await_logged, logged
 from tests.support.polling import until
 from tests.support.postgres import free_port
 from tests.support.webhook import Webhook, serve_webhook
@@ -320,6 +320,31 @@ async def test_pushes_from_three_replicas_arrive_once_each_in_order(
         assert [body for body in delivered if _task_of(body) == task_id] == events
     for replica in replicas:
         assert replica.stop() == 0
+
+
+async def test_a_survivor_delivers_the_pushes_a_killed_replica_left(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path, webhook: Webhook
+) -> None:
+    config = {
+        **replica_config(postgres_url, tmp_path / "h"),
+        "push": {"enabled": True, "allowPrivateTargets": True, "backoff": 600_000},
+    }
+    owner, survivor = start_replicas(daemons, config, 2)
+    webhook.fail_next = 1_000  # the owner's first attempt fails; the rest wait behind it
+    message = {"messageId": "m-left", "role": "ROLE_USER", "parts": [{"text": "echo: left"}]}
+    push = {"url": webhook.url, "token": "t"}
+    params = {"message": message, "configuration": {"taskPushNotificationConfig": push}}
+    async with httpx.AsyncClient() as client:
+        events = [e async for e in rpc_stream(client, owner.url, "SendStreamingMessage", params)]
+    await webhook.wait_received(1)
+    # Every event is in the outbox (what a crash cannot lose) before the owner dies.
+    await asyncio.to_thread(await_logged, owner, "push.queued", count=len(events))
+
+    owner.stop(signal.SIGKILL)
+    webhook.fail_next = 0
+
+    assert await webhook.wait_delivered(len(events)) == events
+    assert survivor.stop() == 0
 
 
 def _task_of(event: dict[str, Any]) -> str:

@@ -126,6 +126,7 @@ def create_app(
         clock=clock,
     )
     tasks = store or build_store(db)
+    push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
     engine = settings.engine()
     remote: RemoteTasks = NO_REMOTE
     if isinstance(db, PostgresDatabase):
@@ -140,7 +141,7 @@ def create_app(
         engine,
         sessions=sessions,
         hooks=build_hooks(settings),
-        push=build_push(settings, push_store, push_sender, db, observers.push_outcome),
+        push=push,
         turn_hooks=budgets,
         admission_check=budgets.refuse,
         observer=observers.turns,
@@ -151,7 +152,8 @@ def create_app(
         app[CLUSTER_EVENTS].on_cancel = service.cancel_here
         app[CLUSTER_TURNS].on_turn = service.admit_here
     if isinstance(db, PostgresDatabase):
-        app[CLUSTER] = Cluster(db, tasks, timedelta(milliseconds=settings.cluster.heartbeat))
+        heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
+        app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
     if settings.server.grpc_port is not None:
         from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 

@@ -97,26 +97,27 @@ class PostgresPushStore(PostgresStore):
 
     async def pending(self) -> list[Delivery]:
         """This replica's rows, and those of lost replicas (taken over), oldest first."""
+        mine = await self._db.fetch(
+            "SELECT seq, principal, version, config, body, attempts FROM push_outbox "
+            "WHERE replica = $1 ORDER BY seq",
+            self._db.replica_id,
+        )
+        return self._decode(mine) + await self.take_over()
 
-        async def take(conn: Conn) -> list[asyncpg.Record]:
-            await conn.execute(
-                "UPDATE push_outbox SET replica = $1 WHERE seq IN (SELECT seq FROM push_outbox "
-                "WHERE replica <> $1 AND replica NOT IN "
-                "(SELECT id FROM replicas WHERE expires_at > now()) FOR UPDATE SKIP LOCKED)",
-                self._db.replica_id,
-            )
-            return await conn.fetch(
-                "SELECT seq, principal, version, config, body, attempts FROM push_outbox "
-                "WHERE replica = $1 ORDER BY seq",
-                self._db.replica_id,
-            )
+    async def take_over(self) -> list[Delivery]:
+        """The rows of lost replicas, now this one's (each row taken by one replica)."""
+        rows = await self._db.fetch(
+            "UPDATE push_outbox SET replica = $1 WHERE seq IN (SELECT seq FROM push_outbox "
+            "WHERE replica <> $1 AND replica NOT IN "
+            "(SELECT id FROM replicas WHERE expires_at > now()) FOR UPDATE SKIP LOCKED) "
+            "RETURNING seq, principal, version, config, body, attempts",
+            self._db.replica_id,
+        )
+        return sorted(self._decode(rows), key=lambda d: d.seq)
 
-        pending = []
-        for row in await self._db.run(take):
-            delivery = delivery_of(self._db.unreadable, tuple(row))
-            if delivery is not None:
-                pending.append(delivery)
-        return pending
+    def _decode(self, rows: list[asyncpg.Record]) -> list[Delivery]:
+        found = (delivery_of(self._db.unreadable, tuple(row)) for row in rows)
+        return [d for d in found if d is not None]
 
     async def record_attempt(self, seq: int, attempts: int) -> None:
         await self._db.execute("UPDATE push_outbox SET attempts = $1 WHERE seq = $2", attempts, seq)
