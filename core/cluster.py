@@ -75,4 +75,8 @@ class Cluster:
                 log.warning("cluster.lost_pushes_taken", pending=len(taken))
             await self._push.adopt(taken)
         await self._db.forget_replicas(FORGET_AFTER)
+        # A forwarded turn's row whose receiving replica died while it waited.
+        await self._db.execute(
+            "DELETE FROM turn_requests WHERE created_at < now() - $1::interval", FORGET_AFTER
+        )
         return failed

@@ -41,6 +41,8 @@ BATCH = 256
 # A watcher re-reads this often even without a wake-up: a notification sent while the
 # listening connection was being re-established is not replayed by PostgreSQL.
 RECHECK = 1.0
+# Seconds between attempts to open a lost LISTEN connection again.
+RELISTEN = 1.0
 _ACTIVE = [s.value for s in ACTIVE_STATES]
 
 LocalCancel = Callable[[str, str], Awaitable[None]]
@@ -72,13 +74,10 @@ class ClusterEvents:
         after it stopped, reach no other replica (they are logged)."""
         send, receive = anyio.create_memory_object_stream[_Row](math.inf)
         cancels, asked = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
-        listener = await asyncpg.connect(self._url)
+        self._cancels = cancels
         try:
-            self._cancels = cancels
-            await listener.add_listener(EVENTS_CHANNEL, self._on_events)
-            await listener.add_listener(CANCEL_CHANNEL, self._on_cancel)
-            await listener.add_listener(TURNS_CHANNEL, self._on_turn)
             async with anyio.create_task_group() as tg:
+                await tg.start(self._listen)
                 self._send = send
                 tg.start_soon(self._write, receive)
                 tg.start_soon(self._cancel_each, asked)
@@ -88,8 +87,42 @@ class ClusterEvents:
             self._cancels = None
             send.close()
             cancels.close()
-            with anyio.CancelScope(shield=True):
-                await listener.close()
+
+    async def _listen(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Hold the LISTEN connection; when it is lost (the server restarted, a proxy cut
+        it), open a new one, every RELISTEN seconds until it works. Meanwhile watchers re-read
+        every RECHECK seconds; a cancel or a forwarded turn announced in the gap is not heard
+        (the sender's wait ends, bounded)."""
+        first = True
+        while True:
+            try:
+                listener = await asyncpg.connect(self._url)
+            except (OSError, asyncpg.PostgresError):
+                if first:
+                    raise
+                log.warning("cluster.listen_failed", retry_s=RELISTEN)
+                await anyio.sleep(RELISTEN)
+                continue
+            lost = anyio.Event()
+            try:
+                listener.add_termination_listener(partial(_set, lost))
+                await listener.add_listener(EVENTS_CHANNEL, self._on_events)
+                await listener.add_listener(CANCEL_CHANNEL, self._on_cancel)
+                await listener.add_listener(TURNS_CHANNEL, self._on_turn)
+                if first:
+                    first = False
+                    task_status.started()
+                else:
+                    log.info("cluster.listening_again")
+                await lost.wait()
+                log.warning("cluster.listen_lost")
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await listener.close()
+            # Missed wake-ups: every watcher reads again now.
+            for waiting in self._waiters.values():
+                for wake in waiting:
+                    wake.set()
 
     # ----- writing ---------------------------------------------------------------------------
 
@@ -283,6 +316,10 @@ class RemoteWatch:
 
     def close(self) -> None:
         self._closed = True
+
+
+def _set(event: anyio.Event, conn: object) -> None:
+    event.set()
 
 
 def _final(event: StreamResponse) -> bool:

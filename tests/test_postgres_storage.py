@@ -1,5 +1,6 @@
 """storage.kind "postgres" in the real app (in process): what a stop leaves behind (nothing:
-no connection, no lease), and the lease heartbeat's renewals from the database clock."""
+no connection, no lease), the lease heartbeat's renewals from the database clock, a lost
+LISTEN connection, and a schema newer than the code."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
+import pytest
 from aiohttp.test_utils import TestClient
 
+from core.pg_db import PostgresDatabase
+from core.pg_schema import SchemaTooNewError
 from core.server.app import create_app
 from tests.conftest import make_settings
 from tests.support.polling import until
@@ -57,3 +61,43 @@ async def test_a_stopped_replica_leaves_no_connection_and_no_lease(
         assert events >= 3  # the task's snapshot, WORKING and COMPLETED at least
     finally:
         await check.close()
+
+
+async def test_a_lost_listening_connection_is_opened_again(
+    aiohttp_client: AiohttpClient, postgres_url: str
+) -> None:
+    """The server cuts the replica's LISTEN connection: the replica opens a new one."""
+    settings = make_settings(storage={"kind": "postgres", "url": postgres_url})
+    backend = ScriptedBackend()
+    client = await aiohttp_client(create_app(settings, backend=backend))
+    check = await asyncpg.connect(postgres_url)
+
+    async def listener_pid() -> int | None:
+        pid: int | None = await check.fetchval(
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %' "
+            "AND datname = current_database()"
+        )
+        return pid
+
+    try:
+        first = await until(listener_pid, lambda pid: pid is not None)
+        assert first is not None
+        await check.execute("SELECT pg_terminate_backend($1)", first)
+
+        again = await until(listener_pid, lambda pid: pid is not None and pid != first)
+
+        assert again is not None
+        assert again != first
+    finally:
+        await check.close()
+        await client.close()
+
+
+async def test_a_database_migrated_by_a_newer_version_is_refused(postgres_url: str) -> None:
+    db = PostgresDatabase(postgres_url)
+    await db.open()
+    await db.execute("INSERT INTO schema_migrations (version, name) VALUES (99, 'future')")
+    await db.close()
+
+    with pytest.raises(SchemaTooNewError, match="version 99, newer than this a2a-wrapper"):
+        await PostgresDatabase(postgres_url).open()
