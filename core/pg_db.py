@@ -150,6 +150,15 @@ class PostgresDatabase:
         recognised as lost by its replica id not being live, row or no row)."""
         await self.execute("DELETE FROM replicas WHERE expires_at < now() - $1::interval", after)
 
+    async def leads(self) -> bool:
+        """True when this replica is the oldest live one: the one that runs the sweeps (the
+        session TTL sweep, task retention), so they run on one replica at a time; when it is
+        lost, the next oldest takes over once its lease has expired."""
+        leader = await self.fetchval(
+            "SELECT id FROM replicas WHERE expires_at > now() ORDER BY started_at, id LIMIT 1"
+        )
+        return bool(leader == self.replica_id)
+
     async def live_replicas(self) -> set[str]:
         rows = await self.fetch("SELECT id FROM replicas WHERE expires_at > now()")
         return {r["id"] for r in rows}

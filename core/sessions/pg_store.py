@@ -129,6 +129,10 @@ class PostgresSessionStore(PostgresStore):
         return count_of(status)
 
     async def created_before(self, cutoff: datetime) -> list[SessionRecord]:
+        """The sweep's candidates on the leading replica (`PostgresDatabase.leads`); none on
+        the others, so the TTL sweep runs on one replica at a time."""
+        if not await self._db.leads():
+            return []
         rows = await self._db.fetch(
             f"SELECT {_COLUMNS} FROM sessions WHERE created_at < $1",  # noqa: S608 - constant column list
             cutoff,

@@ -207,7 +207,10 @@ class PostgresTaskStore(PostgresStore):
         return await self._db.run(reconcile)
 
     async def purge_terminal(self, before: datetime) -> int:
-        """One replica at a time (the others return 0 at once)."""
+        """On the leading replica only (`PostgresDatabase.leads`), under an advisory lock;
+        the others return 0 at once."""
+        if not await self._db.leads():
+            return 0
         cutoff = format_timestamp(before)
 
         async def purge(conn: Conn) -> int:

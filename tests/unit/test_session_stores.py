@@ -175,3 +175,21 @@ async def test_sqlite_tombstones_survive_a_reopen(tmp_path: Path) -> None:
     await second.close()
 
     assert taken is True
+
+
+async def test_postgres_sweep_candidates_come_from_one_replica_only(postgres_url: str) -> None:
+    """Two replicas on one database: the oldest live one sweeps; once it is gone, the other."""
+    first = PostgresSessionStore(PostgresDatabase(postgres_url))
+    second = PostgresSessionStore(PostgresDatabase(postgres_url))
+    await first.open()
+    await second.open()
+    try:
+        await first.put(record("c", "s1"))
+        later = T0 + timedelta(days=1)
+
+        assert [r.session_id for r in await first.created_before(later)] == ["s1"]
+        assert await second.created_before(later) == []
+        await first.close()
+        assert [r.session_id for r in await second.created_before(later)] == ["s1"]
+    finally:
+        await second.close()

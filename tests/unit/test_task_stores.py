@@ -412,3 +412,18 @@ async def test_sqlite_data_survives_close_and_reopen(tmp_path: Path) -> None:
     assert loaded is not None
     assert loaded.dump() == task.dump()
     assert ids(page.tasks) == ["t-rich", "t-old"]
+
+
+async def test_postgres_retention_runs_on_one_replica_only(postgres_url: str) -> None:
+    leader = PostgresTaskStore(PostgresDatabase(postgres_url))
+    other = PostgresTaskStore(PostgresDatabase(postgres_url))
+    await leader.open()
+    await other.open()
+    try:
+        await leader.save(ALICE, make_task("t-old", when=at(0)))
+
+        assert await other.purge_terminal(at(60)) == 0
+        assert await leader.purge_terminal(at(60)) == 1
+    finally:
+        await other.close()
+        await leader.close()
