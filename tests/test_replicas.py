@@ -355,28 +355,39 @@ def _task_of(event: dict[str, Any]) -> str:
     return ""
 
 
-def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> None:
+def migrate(tmp_path: Path, storage: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """`a2a-wrapper migrate` on a config with this storage block."""
     config = tmp_path / "config.json"
     config.write_text(
-        '{"backend": "tests.support.scripted:ScriptedBackend", '
-        f'"storage": {{"kind": "postgres", "url": "{postgres_url}"}}}}'
+        json.dumps({"backend": "tests.support.scripted:ScriptedBackend", "storage": storage})
+    )
+    return subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "migrate", str(config)], capture_output=True, text=True, timeout=60, check=False
     )
 
-    def migrate() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(  # noqa: S603 - fixed argument list, no shell
-            [str(EXE), "migrate", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
 
-    first, second = migrate(), migrate()
+def test_migrate_applies_the_schema_once(postgres_url: str, tmp_path: Path) -> None:
+    storage = {"kind": "postgres", "url": postgres_url}
+
+    first, second = migrate(tmp_path, storage), migrate(tmp_path, storage)
 
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().endswith("schema at version 3 (applied 1, 2, 3)")
     assert second.returncode == 0, second.stderr
     assert second.stdout.strip().endswith("schema at version 3 (nothing to apply)")
+
+
+def test_migrate_says_what_it_cannot_reach_and_what_needs_none(tmp_path: Path) -> None:
+    url = f"postgresql://postgres:secret@127.0.0.1:{free_port()}/nowhere"
+
+    unreachable = migrate(tmp_path, {"kind": "postgres", "url": url})
+    sqlite = migrate(tmp_path, {"kind": "sqlite", "path": str(tmp_path / "t.db")})
+
+    assert unreachable.returncode == 3
+    assert unreachable.stderr.startswith("a2a-wrapper: cannot migrate postgresql://postgres:***@")
+    assert "secret" not in unreachable.stderr
+    assert sqlite.returncode == 0
+    assert "nothing to do" in sqlite.stdout
 
 
 def test_an_unreachable_database_is_one_line_and_the_storage_exit_code(
