@@ -29,7 +29,13 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.pg_db import Conn, PostgresDatabase
-from core.tasks.pg_store import CANCEL_CHANNEL, EVENTS_CHANNEL, TURNS_CHANNEL, event_kind
+from core.tasks.pg_store import (
+    CANCEL_CHANNEL,
+    EVENTS_CHANNEL,
+    TURNS_CHANNEL,
+    event_kind,
+    status_event,
+)
 from core.tasks.store import ACTIVE_STATES
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import StreamResponse, Task
@@ -43,6 +49,8 @@ BATCH = 256
 RECHECK = 1.0
 # Seconds between attempts to open a lost LISTEN connection again.
 RELISTEN = 1.0
+# Seconds a stopping replica gives its last events to reach the database.
+FINAL_WRITE = 5.0
 _ACTIVE = [s.value for s in ACTIVE_STATES]
 
 LocalCancel = Callable[[str, str], Awaitable[None]]
@@ -142,21 +150,29 @@ class ClusterEvents:
 
     async def _write(self, receive: MemoryObjectReceiveStream[_Row]) -> None:
         async with receive:
-            async for first in receive:
-                batch = [first]
-                while len(batch) < BATCH:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except anyio.WouldBlock:
-                        break
-                try:
-                    await self._db.run(partial(_append, rows=batch))
-                except Exception:
-                    log.exception("cluster.events_write_failed", events=len(batch))
-                finally:
-                    self._written += len(batch)
-                    self._progress.set()
-                    self._progress = anyio.Event()
+            try:
+                async for first in receive:
+                    await self._write_batch(_batch(first, receive))
+            finally:
+                # Stopping (after the drain): the last events, e.g. the shutdown's FAILED
+                # statuses, still reach the other replicas' watchers, within a bound.
+                with anyio.move_on_after(FINAL_WRITE, shield=True):
+                    while True:
+                        try:
+                            first = receive.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                            break
+                        await self._write_batch(_batch(first, receive))
+
+    async def _write_batch(self, batch: list[_Row]) -> None:
+        try:
+            await self._db.run(partial(_append, rows=batch))
+        except Exception:
+            log.exception("cluster.events_write_failed", events=len(batch))
+        finally:
+            self._written += len(batch)
+            self._progress.set()
+            self._progress = anyio.Event()
 
     # ----- listening -------------------------------------------------------------------------
 
@@ -309,13 +325,41 @@ class RemoteWatch:
                     if _final(event):
                         return
                 if not found:
-                    with anyio.move_on_after(RECHECK):
+                    with anyio.move_on_after(RECHECK) as idle:
                         await wake.wait()
+                    if idle.cancelled_caught and (ended := await self._ended_unannounced(seq)):
+                        yield ended
+                        return
             finally:
                 self._events._forget(self._task_id, wake)
 
+    async def _ended_unannounced(self, seq: int | None) -> StreamResponse | None:
+        """After a quiet RECHECK: the task's final status when the stored task is terminal
+        though no final event came (its replica could not write it), so no watcher waits for
+        ever; None otherwise."""
+        try:
+            task = await self._events._stored(self._principal, self._task_id)
+        except TaskNotFoundError:
+            return None
+        if not task.status.state.terminal:
+            return None
+        if await self._events.events_after(self._principal, self._task_id, seq):
+            return None  # the final event is there after all: the next read yields it
+        return status_event(task)
+
     def close(self) -> None:
         self._closed = True
+
+
+def _batch(first: _Row, receive: MemoryObjectReceiveStream[_Row]) -> list[_Row]:
+    """`first` and what else is queued now, up to BATCH."""
+    batch = [first]
+    while len(batch) < BATCH:
+        try:
+            batch.append(receive.receive_nowait())
+        except anyio.WouldBlock:
+            break
+    return batch
 
 
 def _set(event: anyio.Event, conn: object) -> None:

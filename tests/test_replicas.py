@@ -238,6 +238,36 @@ async def test_a_subscriber_on_another_replica_gets_every_event_in_order_and_can
         assert replica.stop() == 0
 
 
+async def test_a_watcher_on_another_replica_sees_the_owner_stop(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    """SIGTERM to the owner mid-turn: its drain fails the task with the shutdown reason, and
+    the subscriber on the other replica receives that last event and its stream ends."""
+    config = {**replica_config(postgres_url, tmp_path / "h"), "server": {"shutdownTimeout": 200}}
+    owner, watcher = start_replicas(daemons, config, 2)
+    async with httpx.AsyncClient() as client:
+        running = await send(client, owner.url, "ctx-stop", "block", returnImmediately=True)
+
+        async def working() -> bool:
+            got = await rpc(client, watcher.url, "GetTask", {"id": running["id"]})
+            return bool(got["result"]["status"]["state"] == "TASK_STATE_WORKING")
+
+        await wait_for(working)
+        seen: list[dict[str, Any]] = []
+        watched = asyncio.ensure_future(
+            collect(rpc_stream(client, watcher.url, "SubscribeToTask", {"id": running["id"]}), seen)
+        )
+        await wait_for(lambda: _true(len(seen) >= 1))
+
+        assert await asyncio.to_thread(owner.stop) == 0
+        await asyncio.wait_for(watched, 15)
+
+    last = seen[-1]["statusUpdate"]["status"]
+    assert last["state"] == "TASK_STATE_FAILED"
+    assert "server.shutdownTimeout" in last["message"]["parts"][0]["text"]
+    assert watcher.stop() == 0
+
+
 async def _true(value: bool) -> bool:
     return value
 
