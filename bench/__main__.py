@@ -2,7 +2,8 @@
 
 Series: protocol (daemon vs bare aiohttp vs a2a-sdk server), stream (backend event -> SSE
 client), state (100,000 tasks and sessions), turns (real backends vs direct, when merged),
-observe (what metrics and tracing cost a SendMessage).
+observe (what metrics and tracing cost a SendMessage), replicas (1-3 daemons on one
+PostgreSQL beside the SQLite single daemon; cross-replica event latency).
 `--quick` is a smoke run of the harness (well under 2 minutes); its numbers mean little.
 """
 
@@ -19,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import observe, protocol, state, streaming, turns
+from bench import observe, protocol, replicas, state, streaming, turns
 
-SERIES = ("protocol", "stream", "state", "turns", "observe")
+SERIES = ("protocol", "stream", "state", "turns", "observe", "replicas")
 
 
 def machine() -> dict[str, Any]:
@@ -151,6 +152,24 @@ def print_turns(out: dict[str, Any]) -> None:
         )
 
 
+def print_replicas(out: dict[str, Any]) -> None:
+    print(
+        f"\n## Replicas on one PostgreSQL (SendMessage, instant backend, c={out['concurrency']} "
+        "in all, spread over the replicas)"
+    )
+    for key in ("sqlite_1", "postgres_1", "postgres_2", "postgres_3"):
+        v = out[key]
+        print(
+            f"{key:<11} {v['rps']:>8.0f} req/s  p50 {v['p50_ms']:.2f} ms  p99 {v['p99_ms']:.2f} ms"
+        )
+    v = out["cross_replica"]
+    print(
+        f"cross-replica event latency (owner's backend -> subscriber on another replica): "
+        f"p50 {v['p50_ms']:.2f} ms  p99 {v['p99_ms']:.2f} ms  max {v['max_ms']:.2f} ms "
+        f"({v['events']} events)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run of the harness")
@@ -224,6 +243,14 @@ def main() -> None:
                 ],
             }
             print_observe(observed)
+        if "replicas" in only:
+            results["replicas"] = replicas.run(
+                work / "replicas",
+                seconds=args.seconds or (1 if quick else 5),
+                streams=10 if quick else 100,
+                events=20,
+            )
+            print_replicas(results["replicas"])
     results["loadavg_at_end"] = os.getloadavg()
     print(
         f"\ndone in {time.perf_counter() - started:.0f} s; "

@@ -4,7 +4,8 @@
 backend does, so the session store's writes are part of the cost) and answers with the prompt.
 A prompt `stamp: N` instead sends N text deltas, each carrying `time.perf_counter_ns()` taken
 just before the delta is handed to the daemon (CLOCK_MONOTONIC on Linux: comparable across
-processes on one machine), for the backend-event -> SSE-client latency series.
+processes on one machine), for the backend-event -> SSE-client latency series; `stamp: N@MS`
+waits MS milliseconds first (time for a watcher on another replica to subscribe).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ class InstantBackend(BackendBase):
         yield SessionBound(turn.session_id or f"s-{uuid.uuid4().hex[:12]}")
         text = turn.text
         if text.startswith(STAMP):
-            for _ in range(int(text.removeprefix(STAMP))):
+            count, _, wait_ms = text.removeprefix(STAMP).partition("@")
+            await anyio.sleep(int(wait_ms or 0) / 1000)
+            for _ in range(int(count)):
                 # Yield to the loop between events, as a real agent's stream would.
                 await anyio.sleep(0.002)
                 yield TextDelta(f"t={time.perf_counter_ns()};")

@@ -112,21 +112,31 @@ async def stamps(args: argparse.Namespace) -> dict[str, Any]:
                             firsts.append((received - sent) / 1e6)
                             first = False
                         event = json.loads(line[5:])["result"]
-                        update = event.get("artifactUpdate")
-                        if update is None:
-                            continue
-                        for part in update["artifact"]["parts"]:
-                            for stamp in STAMP.findall(part.get("text", "")):
-                                delays.append((received - int(stamp)) / 1e6)
+                        delays.extend(stamp_delays(event, received))
 
         await asyncio.gather(*(client() for _ in range(args.concurrency)))
+    return {**delay_summary(delays), "first_event_p50_ms": percentile(sorted(firsts), 50)}
+
+
+def stamp_delays(event: dict[str, Any], received_ns: int) -> list[float]:
+    """ms from each backend stamp an event carries to `received_ns`."""
+    update = event.get("artifactUpdate")
+    if update is None:
+        return []
+    return [
+        (received_ns - int(stamp)) / 1e6
+        for part in update["artifact"]["parts"]
+        for stamp in STAMP.findall(part.get("text", ""))
+    ]
+
+
+def delay_summary(delays: list[float]) -> dict[str, Any]:
     ordered = sorted(delays)
     return {
         "events": len(ordered),
         "p50_ms": percentile(ordered, 50),
         "p99_ms": percentile(ordered, 99),
         "max_ms": ordered[-1] if ordered else float("nan"),
-        "first_event_p50_ms": percentile(sorted(firsts), 50),
     }
 
 

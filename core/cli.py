@@ -17,13 +17,14 @@ from core import logs, registry
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
 from core.instance.lock import StorageLockError
+from core.pg_schema import migrate_database
 from core.server.app import build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings_server import MIN_TOKEN_LENGTH
 from core.tasks.hooks import HookLoadError
-from core.tasks.startup import ListenError, StartupError, StorageStartError
+from core.tasks.startup import ListenError, StartupError, StorageStartError, one_line
 from core.wire import signing
 
 EXIT_CONFIG = 2  # the config is unusable (also: an unknown backend, a hook that does not load)
@@ -61,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         "instead of the one the config serves",
     )
     commands.add_parser("schema", help="print the JSON Schema of the config file")
+    migrate = commands.add_parser(
+        "migrate",
+        help='apply the PostgreSQL schema migrations of storage.kind "postgres" and exit '
+        "(a daemon applies them at start too)",
+    )
+    migrate.add_argument("config", type=Path)
     return parser
 
 
@@ -144,6 +151,28 @@ def _verify_card(path: Path, card_file: Path | None, *, strict: bool) -> int:
     return 0 if any(v.valid for v in verdicts) else 1
 
 
+def _migrate(path: Path) -> int:
+    """Exit 0 when the schema is up to date (or the storage needs none), 2 for an unusable
+    config, the storage start-up code when the database cannot be reached or migrated."""
+    try:
+        settings = load(path)
+    except ConfigError as exc:
+        print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    storage = settings.storage
+    if storage.kind != "postgres" or not storage.url:
+        print(f'storage.kind is "{storage.kind}": its tables are created at start, nothing to do')
+        return 0
+    try:
+        version, applied = asyncio.run(migrate_database(storage.url))
+    except Exception as exc:  # noqa: BLE001 - any failure is one line for the operator
+        print(f"a2a-wrapper: cannot migrate {storage.where()}: {one_line(exc)}", file=sys.stderr)
+        return StorageStartError.exit_code
+    done = f"applied {', '.join(map(str, applied))}" if applied else "nothing to apply"
+    print(f"{storage.where()}: schema at version {version} ({done})")
+    return 0
+
+
 def _announce(url: str) -> None:
     print(f"a2a-wrapper listening on {url}", flush=True)
 
@@ -159,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "check":
         return _check(args.config)
+    if args.command == "migrate":
+        return _migrate(args.config)
     if args.command == "card" and args.verify:
         return _verify_card(args.config, args.card_file, strict=args.strict)
     if args.command == "card":
@@ -213,7 +244,7 @@ def _tune_gc() -> None:
 def _where(exc: StartupError, settings: Settings) -> str:
     """What failed, with the path or address it concerns (the cause's text may lack it)."""
     if isinstance(exc, StorageStartError):
-        return f"{exc.what} at {settings.storage.resolved_path()}"
+        return f"{exc.what} at {settings.storage.where()}"
     if isinstance(exc, ListenError):
         return f"{exc.what} on {settings.server.host}:{settings.server.port}"
     return exc.what

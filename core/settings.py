@@ -33,6 +33,7 @@ from pydantic_settings import (
 from core import registry
 from core.backend.config import Block
 from core.backend.spec import BackendSpec
+from core.settings_cluster import ClusterSettings, redacted_dsn
 from core.settings_engine import (
     ApprovalSettings,
     HookSettings,
@@ -151,12 +152,39 @@ class AgentCardSettings(Block):
 # Shorter tokens are accepted with a warning (at start and in `check`): 16 characters is the
 # least that random-looking tokens need to resist guessing over the network.
 class StorageSettings(Block):
-    kind: Literal["sqlite", "memory"] = "sqlite"
+    kind: Literal["sqlite", "memory", "postgres"] = "sqlite"
     path: Path | None = None
+    url: str | None = Field(
+        default=None,
+        description='With kind "postgres": the database DSN (postgresql://user@host/db; a '
+        "password is better given by env A2A_WRAPPER__STORAGE__URL or PGPASSWORD)",
+    )
     retention: int = Field(
         default=7 * 24 * 3600 * 1000, ge=0, description="ms a terminal task is kept; 0 = forever"
     )
     sweep_interval: int = Field(default=3600 * 1000, ge=0, description="ms; 0 disables")
+
+    @model_validator(mode="after")
+    def _url_for_postgres(self) -> StorageSettings:
+        if self.kind == "postgres" and not self.url:
+            raise ValueError('storage.url is required with storage.kind "postgres"')
+        return self
+
+    def where(self) -> str:
+        """The storage for an operator's message: the file, or the DSN without its password."""
+        if self.kind == "postgres" and self.url:
+            return redacted_dsn(self.url)
+        return str(self.resolved_path())
+
+    def local_path(self) -> Path | None:
+        """The file this process locks and keeps its instance records beside (the agent
+        processes a crashed run left, core/instance): the SQLite file; with "postgres", the
+        replica's own `path` when set (each replica on a machine its own); else none."""
+        if self.kind == "sqlite":
+            return self.resolved_path()
+        if self.kind == "postgres" and self.path is not None:
+            return self.path.expanduser()
+        return None
 
     def resolved_path(self) -> Path:
         if self.path is not None:
@@ -190,6 +218,7 @@ class Settings(BaseSettings):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",

@@ -40,6 +40,23 @@ ROW_ERRORS = (ValueError, TypeError, KeyError)
 T = TypeVar("T")
 
 
+class UnreadableRows:
+    """What a database reports of the rows it cannot decode (the SQLite and the PostgreSQL
+    one alike)."""
+
+    def __init__(self) -> None:
+        self._reported: set[tuple[str, str]] = set()
+
+    def report(self, table: str, key: dict[str, object], exc: Exception) -> None:
+        """Once per row, naming the table and the key, with what failed but not the row's
+        content (it may hold a prompt)."""
+        ident = (table, repr(sorted(key.items())))
+        if ident in self._reported:
+            return
+        self._reported.add(ident)
+        log.warning("store.unreadable_row", table=table, key=key, error=_why(exc))
+
+
 @dataclass(eq=False)
 class _Call:
     fn: Callable[[sqlite3.Connection], Any]
@@ -57,7 +74,7 @@ class SqliteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._users = 0
         self._limiter = anyio.CapacityLimiter(1)
-        self._reported: set[tuple[str, str]] = set()
+        self._rows = UnreadableRows()
         self._queue: list[_Call] = []
         self._leading = False
 
@@ -72,13 +89,7 @@ class SqliteDatabase:
         self._schemas.append(schema)
 
     def unreadable(self, table: str, key: dict[str, object], exc: Exception) -> None:
-        """Report a row that cannot be decoded: once per row, naming the table and the key,
-        with what failed but not the row's content (it may hold a prompt)."""
-        ident = (table, repr(sorted(key.items())))
-        if ident in self._reported:
-            return
-        self._reported.add(ident)
-        log.warning("store.unreadable_row", table=table, key=key, error=_why(exc))
+        self._rows.report(table, key, exc)
 
     def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
         """Queue `fn` now and return what to await for its result (core/queued.py): it runs

@@ -16,6 +16,7 @@ from core.settings import Settings, load
 from core.tasks.store import InMemoryTaskStore, TaskStore
 from tests.support.daemon import Daemons, MakeDaemon
 from tests.support.orphans import still_running
+from tests.support.postgres import PostgresServer, fresh_database, running_server
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -108,3 +109,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for nodeid in _skipped:
             print(f"  {nodeid}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the whole session (tests/support/postgres.py); each test
+    takes a database of its own from `postgres_url`."""
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+async def postgres_url(postgres_server: PostgresServer) -> str:
+    """A new, empty database on the session's server: tests never see each other's rows."""
+    return await fresh_database(postgres_server)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def durable_storage(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """The `storage` block of each durable kind: a SQLite file, or a fresh PostgreSQL
+    database (tests that hold for both, e.g. what survives a restart)."""
+    if request.param == "postgres":
+        url = await fresh_database(request.getfixturevalue("postgres_server"))
+        return {"kind": "postgres", "url": url}
+    return {"kind": "sqlite", "path": str(tmp_path / "tasks.sqlite3")}

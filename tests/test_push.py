@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -215,10 +214,10 @@ async def test_a_dead_receiver_delays_neither_the_task_nor_other_webhooks(
 
 
 async def test_a_restart_mid_delivery_loses_nothing(
-    tmp_path: Path, backend: ScriptedBackend, webhook: Webhook
+    durable_storage: dict[str, Any], backend: ScriptedBackend, webhook: Webhook
 ) -> None:
     settings = make_settings(
-        storage={"kind": "sqlite", "path": str(tmp_path / "tasks.sqlite3")},
+        storage=durable_storage,
         push={**PUSH, "backoff": 600_000, "maxBackoff": 600_000},
     )
     webhook.fail_next = 1_000

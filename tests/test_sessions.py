@@ -78,10 +78,10 @@ async def expiring_client(make_client: MakeClient, **settings: Any) -> tuple[Cli
 
 
 async def test_turns_of_one_context_reach_one_session_across_a_restart(
-    aiohttp_client: AiohttpClient, backend: ScriptedBackend, tmp_path: Path
+    aiohttp_client: AiohttpClient, backend: ScriptedBackend, durable_storage: dict[str, Any]
 ) -> None:
     backend.resume_prefix = "scripted --resume"
-    settings = sqlite_settings(tmp_path)
+    settings = make_settings(storage=durable_storage)
     first_app = await aiohttp_client(create_app(settings, backend=backend))
 
     one = await send(first_app, "history: one", "ctx")

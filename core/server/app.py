@@ -15,12 +15,31 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
 from core.backend import Backend
+from core.cluster import Cluster
+from core.cluster_events import ClusterEvents
+from core.cluster_turns import ClusterTurns, ReplicaTasks
+from core.pg_db import PostgresDatabase
 from core.server import jsonrpc, rest, rest_v03
 from core.server.auth import Authenticator
 from core.server.card import CardProvider
-from core.server.keys import CARD, GRPC, SERVICE, SETTINGS
+from core.server.keys import (
+    CARD,
+    CLUSTER,
+    CLUSTER_EVENTS,
+    CLUSTER_TURNS,
+    GRPC,
+    SERVICE,
+    SETTINGS,
+)
 from core.server.push_sender import HttpPushSender
 from core.server.rest_common import Endpoint, rest_not_found
+from core.server.storage import (
+    Database,
+    build_database,
+    build_push_store,
+    build_session_store,
+    build_store,
+)
 from core.server.usage import (
     BUDGETS,
     budgets_lifecycle,
@@ -29,50 +48,29 @@ from core.server.usage import (
     observed_paths,
 )
 from core.sessions.manager import Clock, SessionManager, system_clock
-from core.sessions.sqlite_store import SqliteSessionStore
-from core.sessions.store import InMemorySessionStore, SessionStore
+from core.sessions.store import SessionStore
 from core.settings import Settings
-from core.sqlite_db import SqliteDatabase
 from core.tasks.hooks import Hooks, load_hook
 from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
-from core.tasks.push_sqlite import SqlitePushStore
-from core.tasks.push_store import InMemoryPushStore, PushStore
+from core.tasks.push_store import PushStore
+from core.tasks.remote import NO_REMOTE, RemoteTasks
 from core.tasks.service import TaskService
-from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore, TaskStore
+from core.tasks.store import TaskStore
 
 log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
+# How long a turn sent to a replica that does not own its context waits for the owner.
+FORWARD_WAIT = timedelta(seconds=30)
 PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
-
-
-def build_database(settings: Settings) -> SqliteDatabase | None:
-    """The one SQLite database the stores share (one connection: a turn's task and session
-    writes share a transaction), or None for the memory stores."""
-    if settings.storage.kind == "memory":
-        return None
-    return SqliteDatabase(settings.storage.resolved_path(), name="daemon database")
-
-
-def build_store(settings: Settings, db: SqliteDatabase | None) -> TaskStore:
-    if db is None:
-        return InMemoryTaskStore()
-    return SqliteTaskStore(db.path, db=db)
-
-
-def build_session_store(settings: Settings, db: SqliteDatabase | None) -> SessionStore:
-    if db is None:
-        return InMemorySessionStore()
-    return SqliteSessionStore(db.path, db=db)
 
 
 def build_push(
     settings: Settings,
     store: PushStore | None = None,
     sender: PushSender | None = None,
-    db: SqliteDatabase | None = None,
+    db: Database = None,
     observe: Callable[[str], None] | None = None,
 ) -> PushDispatcher | None:
     """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
@@ -80,11 +78,7 @@ def build_push(
     if not push.enabled:
         return None
     if store is None:
-        store = (
-            InMemoryPushStore()
-            if settings.storage.kind == "memory"
-            else SqlitePushStore(settings.storage.resolved_path(), db=db)
-        )
+        store = build_push_store(db)
     policy = RetryPolicy(
         max_attempts=push.max_attempts,
         timeout=push.timeout / 1000,
@@ -122,7 +116,7 @@ def create_app(
     budgets = app[BUDGETS] = build_budgets(settings, db)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     sessions = SessionManager(
-        session_store or build_session_store(settings, db),
+        session_store or build_session_store(db),
         agent.name,
         agent.drop_session,
         reuse_by_context=session.reuse_by_context,
@@ -131,18 +125,35 @@ def create_app(
         tombstone_retention=retention,
         clock=clock,
     )
+    tasks = store or build_store(db)
+    push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
+    engine = settings.engine()
+    remote: RemoteTasks = NO_REMOTE
+    if isinstance(db, PostgresDatabase):
+        # A cancel sent to another replica waits as long as one here would, and a margin.
+        wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
+        events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
+        turns = app[CLUSTER_TURNS] = ClusterTurns(db, events, FORWARD_WAIT)
+        remote = ReplicaTasks(events, turns)
     service = TaskService(
-        store or build_store(settings, db),
+        tasks,
         agent,
-        settings.engine(),
+        engine,
         sessions=sessions,
         hooks=build_hooks(settings),
-        push=build_push(settings, push_store, push_sender, db, observers.push_outcome),
+        push=push,
         turn_hooks=budgets,
         admission_check=budgets.refuse,
         observer=observers.turns,
+        remote=remote,
     )
     app[SERVICE] = service
+    if CLUSTER_EVENTS in app:
+        app[CLUSTER_EVENTS].on_cancel = service.cancel_here
+        app[CLUSTER_TURNS].on_turn = service.admit_here
+    if isinstance(db, PostgresDatabase):
+        heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
+        app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
     if settings.server.grpc_port is not None:
         from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 
@@ -240,7 +251,8 @@ async def _drain(app: web.Application) -> None:
 
 
 async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """Run the task service, and the gRPC server when configured, in a task of its own.
+    """Run the task service, the gRPC server when configured and the replica's heartbeat
+    (storage.kind "postgres"), in a task of its own.
 
     aiohttp may run startup and cleanup in different tasks; an anyio task group must be entered
     and left in one, so the service lives in a dedicated task and is stopped by an event. The
@@ -255,6 +267,9 @@ async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
                 grpc = app.get(GRPC)
                 if grpc is not None:
                     await tg.start(grpc.serve)
+                for part in (app.get(CLUSTER_EVENTS), app.get(CLUSTER_TURNS), app.get(CLUSTER)):
+                    if part is not None:
+                        await tg.start(part.serve)
                 ready.set()
                 await stop.wait()
                 tg.cancel_scope.cancel()

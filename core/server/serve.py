@@ -67,8 +67,7 @@ async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None
     agents. A second signal exits at once, killing every agent process first. The whole run
     holds the storage lock (StorageInUseError when another daemon has it) and its process
     hygiene (`core.instance.guard`)."""
-    storage = settings.storage
-    async with guarded(storage.resolved_path() if storage.kind == "sqlite" else None) as guard:
+    async with guarded(settings.storage.local_path()) as guard:
         await _serve(settings, on_listening, guard.force_stop)
 
 

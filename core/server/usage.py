@@ -15,25 +15,26 @@ from opentelemetry.sdk.trace import TracerProvider
 from core.backend import Backend
 from core.server.metrics import METRICS_PATH, Metrics
 from core.server.observe import RequestSink, observe_requests
+from core.server.storage import Database, build_usage_store
 from core.server.tracing import Tracing, default_provider
 from core.settings import Settings
 from core.settings_usage import budget_config
-from core.sqlite_db import SqliteDatabase
 from core.tasks.budgets import Budgets
 from core.tasks.observer import NO_OBSERVER, Observers, TurnObserver
-from core.tasks.usage_store import InMemoryUsageStore, SqliteUsageStore, UsageStore
+from core.tasks.startup import StorageStartError, failing_as
 
 BUDGETS = web.AppKey("budgets", Budgets)
 
 
-def build_budgets(settings: Settings, db: SqliteDatabase | None) -> Budgets:
-    store: UsageStore = InMemoryUsageStore() if db is None else SqliteUsageStore(db.path, db=db)
-    return Budgets(budget_config(settings.budget), store)
+def build_budgets(settings: Settings, db: Database) -> Budgets:
+    return Budgets(budget_config(settings.budget), build_usage_store(db))
 
 
 async def budgets_lifecycle(app: web.Application) -> AsyncIterator[None]:
     budgets = app[BUDGETS]
-    await budgets.open()
+    # The first store to open the daemon's database: an unreachable one fails the start here.
+    with failing_as(StorageStartError):
+        await budgets.open()
     try:
         yield
     finally:

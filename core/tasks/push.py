@@ -185,6 +185,13 @@ class PushDispatcher:
             self._intake_send.close()
             self._intake_receive.close()
 
+    async def adopt(self, deliveries: list[Delivery]) -> None:
+        """Deliver rows another process left (a lost replica's, taken over), and re-read
+        which tasks have configs (one may have been set through another replica)."""
+        for delivery in deliveries:
+            self._enqueue(delivery)
+        self._watched |= await self._store.watched_tasks()
+
     async def flush(self) -> None:
         """Return once every event notified so far is in the outbox."""
         await self._idle.wait()

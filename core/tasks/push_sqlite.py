@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast, get_args
 
@@ -63,6 +64,30 @@ def _delivery(row: tuple[object, ...]) -> Delivery:
     return Delivery(seq, principal, _version(version), _config(config), body, attempts)
 
 
+Report = Callable[[str, dict[str, object], Exception], None]
+
+
+def stored_config_of(
+    report: Report, principal: str, task_id: str, row: tuple[object, object, object]
+) -> StoredConfig | None:
+    """A `push_configs` row (id, version, body), or None (reported) when it cannot be read."""
+    config_id, version, body = row
+    try:
+        return StoredConfig(principal, _version(version), _config(body))
+    except ROW_ERRORS as exc:
+        report("push_configs", {"principal": principal, "task_id": task_id, "id": config_id}, exc)
+        return None
+
+
+def delivery_of(report: Report, row: tuple[object, ...]) -> Delivery | None:
+    """A `push_outbox` row, or None (reported) when it cannot be read."""
+    try:
+        return _delivery(row)
+    except ROW_ERRORS as exc:
+        report("push_outbox", {"seq": row[0]}, exc)
+        return None
+
+
 class SqlitePushStore:
     def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
         """`db`: the daemon's shared database on `path` (else one of its own)."""
@@ -93,13 +118,7 @@ class SqlitePushStore:
     def _stored(
         self, principal: str, task_id: str, row: tuple[object, object, object]
     ) -> StoredConfig | None:
-        config_id, version, body = row
-        try:
-            return StoredConfig(principal, _version(version), _config(body))
-        except ROW_ERRORS as exc:
-            key = {"principal": principal, "task_id": task_id, "id": config_id}
-            self._db.unreadable("push_configs", key, exc)
-            return None
+        return stored_config_of(self._db.unreadable, principal, task_id, row)
 
     async def get_config(self, principal: str, task_id: str, config_id: str) -> StoredConfig | None:
         found = await self._db.run(
@@ -167,13 +186,7 @@ class SqlitePushStore:
                 "ORDER BY seq"
             ).fetchall()
         )
-        pending = []
-        for row in rows:
-            try:
-                pending.append(_delivery(row))
-            except ROW_ERRORS as exc:
-                self._db.unreadable("push_outbox", {"seq": row[0]}, exc)
-        return pending
+        return [d for d in (delivery_of(self._db.unreadable, row) for row in rows) if d]
 
     async def record_attempt(self, seq: int, attempts: int) -> None:
         await self._db.run(

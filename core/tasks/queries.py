@@ -3,7 +3,7 @@ ListTasks): a task in flight is read from its run, any other one from the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from core.tasks.push import PushDispatcher
 from core.tasks.store import TaskQuery, TaskStore
@@ -15,6 +15,7 @@ from core.wire.models import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    StreamResponse,
     Task,
 )
 
@@ -22,9 +23,19 @@ from core.wire.models import (
 class LiveRuns:
     """The runs of tasks with a turn in flight or a watcher, by task id."""
 
-    def __init__(self, store: TaskStore, push: PushDispatcher | None) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        push: PushDispatcher | None,
+        record: Callable[[str, str, StreamResponse], None] | None = None,
+    ) -> None:
+        """`record`: also hand every event to the other replicas (core/tasks/remote.py)."""
         self._store = store
-        self._notify = push.notify if push is not None else None
+        self._notify: Callable[[TaskRun, StreamResponse], None] | None = (
+            push.notify if push is not None else None
+        )
+        if record is not None:
+            self._notify = _recording(record, self._notify)
         self._runs: dict[str, TaskRun] = {}
 
     def get(self, principal: str, task_id: str | None) -> TaskRun | None:
@@ -55,6 +66,18 @@ class LiveRuns:
 
     def __iter__(self) -> Iterator[TaskRun]:
         return iter(list(self._runs.values()))
+
+
+def _recording(
+    record: Callable[[str, str, StreamResponse], None],
+    push: Callable[[TaskRun, StreamResponse], None] | None,
+) -> Callable[[TaskRun, StreamResponse], None]:
+    def notify(run: TaskRun, event: StreamResponse) -> None:
+        record(run.principal, run.task.id, event)
+        if push is not None:
+            push(run, event)
+
+    return notify
 
 
 class TaskQueries:

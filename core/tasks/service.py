@@ -11,7 +11,7 @@ in the request).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 
 from core.backend import Backend
 from core.sessions.manager import SessionManager
@@ -27,6 +27,7 @@ from core.tasks.push_configs import PushConfigs
 from core.tasks.push_store import PushVersion
 from core.tasks.queries import LiveRuns, TaskQueries
 from core.tasks.readiness import Readiness
+from core.tasks.remote import NO_REMOTE, EventSource, RemoteTasks
 from core.tasks.scheduling import Scheduler
 from core.tasks.store import TaskStore
 from core.tasks.streams import EventStream, apply_history_length
@@ -34,7 +35,12 @@ from core.tasks.task_run import TaskRun
 from core.tasks.turn_driver import TurnDriver
 from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
 from core.tasks.turn_runner import TurnRunner
-from core.wire.errors import TaskNotCancelableError, UnsupportedOperationError
+from core.wire.errors import (
+    DaemonError,
+    InternalError,
+    TaskNotCancelableError,
+    UnsupportedOperationError,
+)
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -42,8 +48,19 @@ from core.wire.models import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
+    StreamResponse,
     Task,
 )
+
+
+def _task_id(event: StreamResponse | None) -> str:
+    if event is not None and event.status_update is not None:
+        return event.status_update.task_id
+    if event is not None and event.artifact_update is not None:
+        return event.artifact_update.task_id
+    if event is not None and event.task is not None:
+        return event.task.id
+    raise InternalError("A forwarded turn ended without an event")
 
 
 class TaskService:
@@ -59,9 +76,11 @@ class TaskService:
         push: PushDispatcher | None = None,
         admission_check: AdmissionCheck | None = None,
         observer: TurnObserver = NO_OBSERVER,
+        remote: RemoteTasks = NO_REMOTE,
     ) -> None:
         """`admission_check` may refuse a message before anything is stored (budgets);
-        `observer` watches every turn (metrics, traces)."""
+        `observer` watches every turn (metrics, traces); `remote`: the other replicas (their
+        tasks can be watched and cancelled from here, and this one's events reach them)."""
         config = config or EngineConfig()
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -70,7 +89,8 @@ class TaskService:
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
-        self._live = LiveRuns(store, push)
+        self._remote = remote
+        self._live = LiveRuns(store, push, None if remote is NO_REMOTE else remote.record)
         self._queries = TaskQueries(store, self._live)
         self.push_configs = PushConfigs(push, self._queries.load)
         runner = TurnRunner(
@@ -190,7 +210,11 @@ class TaskService:
             if blocking:
                 await paused.settled()
             return apply_history_length(paused.task, history_length)
+        forwarded = await self._forwarded(principal, request, version)
+        if forwarded is not None:
+            return await self._answer_forwarded(principal, forwarded, blocking, history_length)
         run, lane = await self._admission.admit(principal, request, version)
+        await self._claim(principal, request, run)
         if not blocking:
             run.announce()
             snapshot = run.task
@@ -215,10 +239,71 @@ class TaskService:
             stream = self._watch(paused, at_interrupt=True, snapshot=True)
             answer()
             return stream
+        forwarded = await self._forwarded(principal, request, version)
+        if forwarded is not None:
+            return EventStream(forwarded, at_interrupt=True)
         run, lane = await self._admission.admit(principal, request, version)
+        await self._claim(principal, request, run)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
         self._scheduler.start(run, lane, request)
         return stream
+
+    # ----- replicas --------------------------------------------------------------------------
+
+    async def _forwarded(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> EventSource | None:
+        """The turn's events from the replica that owns its context, when that is another
+        live one (it ran there); None: it runs here."""
+        if self._remote is NO_REMOTE:
+            return None
+        message = request.message
+        context_id = message.context_id
+        if context_id is None and message.task_id:
+            try:
+                context_id = (await self._queries.load(principal, message.task_id)).context_id
+            except DaemonError:
+                return None  # admission says what is wrong with it
+        if context_id is None:
+            return None
+        owner = await self._remote.owner_elsewhere(principal, context_id)
+        if owner is None:
+            return None
+        return await self._remote.forward(owner, principal, request, version)
+
+    async def _claim(self, principal: str, request: SendMessageRequest, run: TaskRun) -> None:
+        """A new context's first turn runs here: this replica owns the context."""
+        message = request.message
+        if self._remote is not NO_REMOTE and message.context_id is None and not message.task_id:
+            await self._remote.owner_elsewhere(principal, run.task.context_id)
+
+    async def _answer_forwarded(
+        self, principal: str, events: EventSource, blocking: bool, history_length: int | None
+    ) -> Task | Message:
+        last: StreamResponse | None = None
+        async with aclosing(EventStream(events, at_interrupt=True).__aiter__()) as stream:
+            async for event in stream:
+                if not blocking and event.task is not None:
+                    return apply_history_length(event.task, history_length)
+                last = event
+        if last is not None and last.message is not None:
+            return last.message
+        task_id = _task_id(last)
+        return apply_history_length(await self._queries.load(principal, task_id), history_length)
+
+    async def admit_here(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> str:
+        """A turn another replica received for a context this one owns: admitted and started
+        here as a non-blocking send; its events start with a Task snapshot."""
+        run, lane = await self._admission.admit(principal, request, version)
+        if run.announced:
+            # A later turn of the task: a fresh snapshot opens this turn's events elsewhere.
+            self._remote.record(principal, run.task.id, StreamResponse(task=run.task))
+        else:
+            run.announce()
+        self._scheduler.start(run, lane, request)
+        return run.task.id
 
     async def subscribe(self, principal: str, task_id: str) -> EventStream:
         task = await self._queries.load(principal, task_id)
@@ -226,6 +311,10 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state: {task.status.state.value}"
             )
+        if self._live.get(principal, task_id) is None and await self._remote.running_elsewhere(
+            principal, task_id
+        ):
+            return EventStream(self._remote.watch(principal, task_id), at_interrupt=False)
         run = self._live.of_stored(principal, task)
         self._live.hold(run)
         return self._watch(run, at_interrupt=False, snapshot=True)
@@ -251,7 +340,16 @@ class TaskService:
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
             return run.task
+        if run is None and await self._remote.running_elsewhere(principal, request.id):
+            return await self._remote.cancel(principal, request.id)
         run = run or self._live.of_stored(principal, task)
         await run.cancel_idle()
         self._live.forget(request.id)
         return run.task
+
+    async def cancel_here(self, principal: str, task_id: str) -> None:
+        """A cancel another replica received for a task whose turn runs here (a no-op when
+        it has no turn in flight here any more)."""
+        run = self._live.get(principal, task_id)
+        if run is not None and run.in_flight:
+            await self._scheduler.cancel(run)

@@ -17,19 +17,20 @@ from pathlib import Path
 import anyio.to_thread
 
 from core.queued import Queued
-from core.sqlite_db import ROW_ERRORS, SqliteDatabase
+from core.sqlite_db import SqliteDatabase
 from core.tasks.store import (
     ACTIVE_STATES,
     TaskPage,
     TaskQuery,
     cursor_of,
     decode_cursor,
+    decode_task,
     failed_by_restart,
     sort_key,
+    unreadable_task,
 )
 from core.wire.base import format_timestamp
 from core.wire.enums import TaskState
-from core.wire.errors import TaskUnreadableError
 from core.wire.models import Task
 
 _SCHEMA = """
@@ -100,13 +101,7 @@ class SqliteTaskStore:
         return self._db.run(write)
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
-        try:
-            if not isinstance(body, str | bytes):
-                raise TypeError(f"body is {type(body).__name__}")
-            return Task.model_validate_json(body)
-        except ROW_ERRORS as exc:
-            self._db.unreadable("tasks", {"principal": principal, "id": task_id}, exc)
-            return None
+        return decode_task(self._db.unreadable, principal, task_id, body)
 
     async def get(self, principal: str, task_id: str) -> Task | None:
         row = await self._db.run(
@@ -118,10 +113,7 @@ class SqliteTaskStore:
             return None
         task = self._read(principal, task_id, row[0])
         if task is None:
-            raise TaskUnreadableError(
-                f"Task {task_id} cannot be read from the daemon's storage (its record is "
-                "damaged), so it is treated as not found"
-            )
+            raise unreadable_task(task_id)
         return task
 
     async def delete(self, principal: str, task_id: str) -> None:

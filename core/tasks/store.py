@@ -10,14 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 from core.queued import Queued, done
+from core.sqlite_db import ROW_ERRORS
 from core.wire.base import format_timestamp, utcnow
 from core.wire.enums import TaskState
-from core.wire.errors import InvalidParamsError
+from core.wire.errors import InvalidParamsError, TaskUnreadableError
 from core.wire.models import Message, Part, Task, TaskStatus
 
 ACTIVE_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
@@ -97,6 +99,27 @@ def decode_cursor(token: str) -> tuple[str, str]:
     if not isinstance(ts, str) or not isinstance(task_id, str):
         raise invalid
     return ts, task_id
+
+
+Report = Callable[[str, dict[str, object], Exception], None]
+
+
+def decode_task(report: Report, principal: str, task_id: object, body: object) -> Task | None:
+    """A stored body as a task, or None (reported once, `unreadable`) when it cannot be."""
+    try:
+        if not isinstance(body, str | bytes):
+            raise TypeError(f"body is {type(body).__name__}")
+        return Task.model_validate_json(body)
+    except ROW_ERRORS as exc:
+        report("tasks", {"principal": principal, "id": task_id}, exc)
+        return None
+
+
+def unreadable_task(task_id: str) -> TaskUnreadableError:
+    return TaskUnreadableError(
+        f"Task {task_id} cannot be read from the daemon's storage (its record is damaged), so "
+        "it is treated as not found"
+    )
 
 
 def failed_by_restart(task: Task, reason: str) -> Task:

@@ -3,9 +3,9 @@ stream, and history trimmed to what was asked for."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
-from core.tasks.broker import Subscription
+from core.tasks.remote import EventSource
 from core.wire.models import StreamResponse, Task
 
 
@@ -38,7 +38,7 @@ class EventStream:
 
     def __init__(
         self,
-        subscription: Subscription,
+        subscription: EventSource,
         *,
         at_interrupt: bool,
         on_close: Callable[[], None] = lambda: None,
@@ -47,7 +47,7 @@ class EventStream:
         self._at_interrupt = at_interrupt
         self._on_close = on_close
 
-    async def __aiter__(self) -> AsyncIterator[StreamResponse]:
+    async def __aiter__(self) -> AsyncGenerator[StreamResponse, None]:
         try:
             async for event in self._subscription:
                 yield event

@@ -81,15 +81,15 @@ CREATE TABLE IF NOT EXISTS turn_usage (
 );
 CREATE INDEX IF NOT EXISTS turn_usage_by_time ON turn_usage (at);
 """
-_COLUMNS = (
+COLUMNS = (
     "task_id, principal, context_id, at, input_tokens, output_tokens, cache_read_tokens, "
     "cache_creation_tokens, cost_usd, model"
 )
 
-_INSERT = f"INSERT INTO turn_usage ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - fixed columns
+_INSERT = f"INSERT INTO turn_usage ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"  # noqa: S608 - fixed columns
 
 
-def _decode(row: tuple[object, ...]) -> TurnUsage:
+def decode_usage(row: tuple[object, ...]) -> TurnUsage:
     """A row, each column's type checked (SQLite keeps whatever it was given)."""
     task_id, principal, context_id, at, inp, out, read, made, cost, model = row
     if not all(isinstance(v, str) for v in (task_id, principal, context_id)):
@@ -142,12 +142,12 @@ class SqliteUsageStore:
 
     async def load(self) -> list[TurnUsage]:
         def select(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-            return conn.execute(f"SELECT rowid, {_COLUMNS} FROM turn_usage ORDER BY at").fetchall()  # noqa: S608 - fixed column list
+            return conn.execute(f"SELECT rowid, {COLUMNS} FROM turn_usage ORDER BY at").fetchall()  # noqa: S608 - fixed column list
 
         rows: list[TurnUsage] = []
         for rowid, *row in await self._db.run(select):
             try:
-                rows.append(_decode(tuple(row)))
+                rows.append(decode_usage(tuple(row)))
             except ROW_ERRORS as exc:
                 self._db.unreadable("turn_usage", {"rowid": rowid}, exc)
         return rows

@@ -20,8 +20,10 @@ backend object, so a test can hand the same backend to a second app to play a da
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -144,13 +146,25 @@ class ScriptedBackend:
         yield Text(f"ran {tool}")
 
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
-        """The session this turn continues (or a new one), and its prompts before this turn."""
+        """The session this turn continues (or a new one), and its prompts before this turn.
+        With the option `home` (a folder), each session is also a file there: daemons that
+        share the folder play replicas whose agent home is on shared storage."""
+        home = self.options.get("home")
+        if isinstance(home, str):
+            return self._open_shared_session(Path(home), turn)
         session_id = turn.session_id
         if session_id is None or session_id not in self.sessions:
             session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
             self.sessions[session_id] = []
         earlier = list(self.sessions[session_id])
         self.sessions[session_id].append(turn.text)
+        return session_id, earlier
+
+    def _open_shared_session(self, home: Path, turn: Turn) -> tuple[str, list[str]]:
+        session_id = turn.session_id or f"session-{uuid.uuid4().hex[:12]}"
+        file = home / f"{session_id}.json"
+        earlier: list[str] = json.loads(file.read_text()) if file.exists() else []
+        file.write_text(json.dumps([*earlier, turn.text]))
         return session_id, earlier
 
     async def interrupt(self, turn: Turn) -> None:

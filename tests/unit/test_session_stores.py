@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from core.pg_db import PostgresDatabase
+from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.policy import is_expired
 from core.sessions.sqlite_store import SqliteSessionStore
 from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore
+from tests.support.postgres import fresh_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -21,12 +24,15 @@ def record(
     return SessionRecord(principal, context, "scripted", session, created, created)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
     factories: dict[str, Callable[[], SessionStore]] = {
         "memory": InMemorySessionStore,
         "sqlite": lambda: SqliteSessionStore(tmp_path / "s.sqlite3"),
     }
+    if request.param == "postgres":
+        url = await fresh_database(request.getfixturevalue("postgres_server"))
+        factories["postgres"] = lambda: PostgresSessionStore(PostgresDatabase(url))
     opened = factories[request.param]()
     await opened.open()
     yield opened
@@ -169,3 +175,21 @@ async def test_sqlite_tombstones_survive_a_reopen(tmp_path: Path) -> None:
     await second.close()
 
     assert taken is True
+
+
+async def test_postgres_sweep_candidates_come_from_one_replica_only(postgres_url: str) -> None:
+    """Two replicas on one database: the oldest live one sweeps; once it is gone, the other."""
+    first = PostgresSessionStore(PostgresDatabase(postgres_url))
+    second = PostgresSessionStore(PostgresDatabase(postgres_url))
+    await first.open()
+    await second.open()
+    try:
+        await first.put(record("c", "s1"))
+        later = T0 + timedelta(days=1)
+
+        assert [r.session_id for r in await first.created_before(later)] == ["s1"]
+        assert await second.created_before(later) == []
+        await first.close()
+        assert [r.session_id for r in await second.created_before(later)] == ["s1"]
+    finally:
+        await second.close()

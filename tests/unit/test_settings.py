@@ -183,11 +183,22 @@ def test_unknown_keys_from_the_environment_are_rejected_by_path() -> None:
         ({"backend": BACKEND, "server": {"port": "eighty"}}, "server.port"),
         ({"backend": BACKEND, "server": {"port": 70000}}, "server.port"),
         ({"backend": BACKEND, "agentCard": {"maxAge": -1}}, "agentCard.maxAge"),
-        ({"backend": BACKEND, "storage": {"kind": "postgres"}}, "storage.kind"),
+        ({"backend": BACKEND, "storage": {"kind": "redis"}}, "storage.kind"),
         ({"backend": BACKEND, "server": "not an object"}, "server"),
         ({"backend": 42}, "backend"),
+        ({"backend": BACKEND, "storage": {"kind": "postgres"}}, "storage"),
+        ({"backend": BACKEND, "cluster": {"leaseTtl": 2000, "heartbeat": 2000}}, "cluster"),
     ],
-    ids=["not-int", "out-of-range", "negative", "not-a-choice", "not-an-object", "not-a-string"],
+    ids=[
+        "not-int",
+        "out-of-range",
+        "negative",
+        "not-a-choice",
+        "not-an-object",
+        "not-a-string",
+        "postgres-without-url",
+        "heartbeat-not-within-lease",
+    ],
 )
 def test_wrong_types_are_rejected_by_path(
     tmp_path: Path, data: dict[str, Any], key_path: str

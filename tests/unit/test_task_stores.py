@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from core.pg_db import PostgresDatabase
+from core.tasks.pg_store import PostgresTaskStore
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskQuery, TaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Artifact, Message, Part, Task, TaskStatus
+from tests.support.postgres import fresh_database
 
 ALICE = "alice"
 BOB = "bob"
@@ -70,11 +73,14 @@ def rich_task() -> Task:
     )
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
     chosen: TaskStore
     if request.param == "memory":
         chosen = InMemoryTaskStore()
+    elif request.param == "postgres":
+        url = await fresh_database(request.getfixturevalue("postgres_server"))
+        chosen = PostgresTaskStore(PostgresDatabase(url))
     else:
         chosen = SqliteTaskStore(tmp_path / "t.sqlite3")
     await chosen.open()
@@ -303,6 +309,9 @@ async def test_fail_unfinished_fails_only_active_tasks(store: TaskStore) -> None
     await store.save(BOB, working)
     await store.save(ALICE, waiting)
     await store.save(ALICE, done)
+    # What a restart does: the process that ran them stops, the next one reconciles.
+    await store.close()
+    await store.open()
 
     count = await store.fail_unfinished(reason)
 
@@ -321,6 +330,33 @@ async def test_fail_unfinished_fails_only_active_tasks(store: TaskStore) -> None
     assert ids((await store.list(ALICE, TaskQuery(state=TaskState.FAILED))).tasks) == ["t-sub"]
     assert (await store.list(BOB, TaskQuery(state=TaskState.WORKING))).tasks == []
     assert await store.fail_unfinished(reason) == 0
+
+
+async def test_postgres_fails_only_the_tasks_of_replicas_that_are_gone(
+    postgres_url: str,
+) -> None:
+    """Two replicas on one database: one stops while its task runs; the survivor's start-up
+    reconciliation fails that task and leaves its own running task alone."""
+    lost = PostgresTaskStore(PostgresDatabase(postgres_url))
+    survivor = PostgresTaskStore(PostgresDatabase(postgres_url))
+    await lost.open()
+    await survivor.open()
+    try:
+        await lost.save(ALICE, make_task("t-lost", state=TaskState.WORKING))
+        await survivor.save(ALICE, make_task("t-alive", state=TaskState.WORKING))
+        assert await survivor.fail_unfinished("gone") == 0
+        await lost.close()
+
+        assert await survivor.fail_unfinished("replica lost") == 1
+
+        failed = await survivor.get(ALICE, "t-lost")
+        alive = await survivor.get(ALICE, "t-alive")
+        assert failed is not None
+        assert failed.status.state is TaskState.FAILED
+        assert alive is not None
+        assert alive.status.state is TaskState.WORKING
+    finally:
+        await survivor.close()
 
 
 async def test_purge_terminal_deletes_only_old_terminal_tasks(store: TaskStore) -> None:
@@ -376,3 +412,18 @@ async def test_sqlite_data_survives_close_and_reopen(tmp_path: Path) -> None:
     assert loaded is not None
     assert loaded.dump() == task.dump()
     assert ids(page.tasks) == ["t-rich", "t-old"]
+
+
+async def test_postgres_retention_runs_on_one_replica_only(postgres_url: str) -> None:
+    leader = PostgresTaskStore(PostgresDatabase(postgres_url))
+    other = PostgresTaskStore(PostgresDatabase(postgres_url))
+    await leader.open()
+    await other.open()
+    try:
+        await leader.save(ALICE, make_task("t-old", when=at(0)))
+
+        assert await other.purge_terminal(at(60)) == 0
+        assert await leader.purge_terminal(at(60)) == 1
+    finally:
+        await other.close()
+        await leader.close()
