@@ -40,6 +40,9 @@ from core.tasks.push_store import InMemoryPushStore, PushStore
 from core.tasks.service import TaskService
 from core.tasks.sqlite_store import SqliteTaskStore
 from core.tasks.store import InMemoryTaskStore, TaskStore
+from core.tasks.turn_hooks import chain
+from core.workspaces.hooks import WorkspaceHooks
+from core.workspaces.manager import WorkspaceManager
 
 log = structlog.get_logger(__name__)
 
@@ -121,8 +124,11 @@ def create_app(
     db = build_database(settings)
     budgets = app[BUDGETS] = build_budgets(settings, db)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
+    session_store = session_store or build_session_store(settings, db)
+    workspaces = WorkspaceManager(settings.workspace_config(), session_store)
+    workspace_hooks = WorkspaceHooks(workspaces)
     sessions = SessionManager(
-        session_store or build_session_store(settings, db),
+        session_store,
         agent.name,
         agent.drop_session,
         reuse_by_context=session.reuse_by_context,
@@ -130,6 +136,7 @@ def create_app(
         # An expiry is reported for as long as the context's tasks are kept.
         tombstone_retention=retention,
         clock=clock,
+        on_expired=workspaces.remove if workspaces.config.private else None,
     )
     service = TaskService(
         store or build_store(settings, db),
@@ -138,8 +145,9 @@ def create_app(
         sessions=sessions,
         hooks=build_hooks(settings),
         push=build_push(settings, push_store, push_sender, db, observers.push_outcome),
-        turn_hooks=budgets,
+        turn_hooks=chain(budgets, workspace_hooks),
         admission_check=budgets.refuse,
+        message_check=workspace_hooks.refuse,
         observer=observers.turns,
     )
     app[SERVICE] = service

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -167,5 +168,5 @@ class ScriptedBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("backend", ok=True, detail="in-process, nothing to check")]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return f"{self.resume_prefix} {session_id}" if self.resume_prefix else None

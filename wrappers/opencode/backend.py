@@ -8,6 +8,7 @@ import shlex
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -25,6 +26,7 @@ from core.backend import (
     SessionBound,
     TextContent,
     Turn,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -119,12 +121,12 @@ class OpencodeBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnostics.diagnose(self.config)
 
-    def resume_command(self, session_id: str) -> str:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str:
         command = f"opencode --session {shlex.quote(session_id)}"
-        if self.config.home is None:
-            return command
-        env = xdg_env(self.config.home.expanduser().resolve())
-        return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+        if self.config.home is not None:
+            env = xdg_env(self.config.home.expanduser().resolve())
+            command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+        return in_directory(command, cwd)
 
     # ----- turns -------------------------------------------------------------------------------
 
