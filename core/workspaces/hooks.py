@@ -3,8 +3,8 @@ caller's patch applied first, and what it changed comes back as the `changes` ar
 
 In `shared` mode every context works in workingDirectory, so the turns of all contexts pass
 one FIFO gate: one runs at a time (a backend given as a plain factory names no
-workingDirectory, so there is nothing known to be shared, and no gate). In `worktree` and `copy` modes each context has its own
-workspace, and its lane already runs one turn at a time there.
+workingDirectory, so nothing is known to be shared, and there is no gate). In `worktree` and
+`copy` modes each context has its own workspace, and its lane runs one turn at a time there.
 """
 
 from __future__ import annotations
