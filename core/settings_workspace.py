@@ -59,8 +59,8 @@ def workspace_config(settings: Settings) -> WorkspaceConfig:
     return WorkspaceConfig(
         mode=block.mode,
         source=source.expanduser().resolve() if isinstance(source, Path) else None,
-        root=(block.root or state / "workspaces").expanduser(),
-        patches=state / "workspace-patches",
+        root=(block.root or state / "workspaces").expanduser().resolve(),
+        patches=(state / "workspace-patches").expanduser().resolve(),
         base_ref=block.base_ref,
         commit_turns=block.commit_turns,
         keep_branches=block.keep_branches,

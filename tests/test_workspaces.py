@@ -22,6 +22,7 @@ import pytest
 from core.cli import main
 from core.server.keys import SERVICE
 from tests.conftest import Client, MakeClient, make_settings
+from tests.support.git_repo import git, make_repository
 from tests.support.polling import until
 from tests.support.scripted import ScriptedBackend
 from tests.support.wire import call, user_message
@@ -29,31 +30,13 @@ from tests.test_sessions import FakeClock
 
 COMPLETED = "TASK_STATE_COMPLETED"
 FAILED = "TASK_STATE_FAILED"
-IDENTITY = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
-
-
-def git(repo: Path, *argv: str) -> str:
-    done = subprocess.run(  # noqa: S603 - argv, no shell
-        ["git", *IDENTITY, *argv],  # noqa: S607 - git from PATH
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit: notes.txt and src/app.py."""
-    where = tmp_path / "repo"
-    (where / "src").mkdir(parents=True)
-    (where / "notes.txt").write_text("original\n")
-    (where / "src" / "app.py").write_text("print('one')\n")
-    git(where, "init", "-q", "-b", "main")
-    git(where, "add", "-A")
-    git(where, "commit", "-q", "-m", "base")
-    return where
+    files = {"notes.txt": "original\n", "src/app.py": "print('one')\n"}
+    return make_repository(tmp_path / "repo", files)
 
 
 def settings(tmp_path: Path, work: Path, mode: str = "worktree", **workspace: Any) -> Any:
@@ -154,6 +137,19 @@ async def test_two_contexts_edit_one_file_at_once_each_in_its_own_worktree(
     assert {"a2a/alpha", "a2a/beta"} <= set(
         git(repo, "branch", "--format=%(refname:short)").split()
     )
+
+
+async def test_an_edit_of_the_same_size_right_after_the_worktree_is_made_is_seen(
+    tmp_path: Path, repo: Path, make_client: MakeClient
+) -> None:
+    # "replaced" is as long as "original", written within the second the worktree's index was:
+    # only git's racy-clean check (the index's own mtime, kept in the copy) tells it changed.
+    client = await make_client(settings(tmp_path, repo))
+    task = await send(client, "racy", "write: notes.txt=replaced")
+
+    data, patch = changes(task)
+    assert [f["path"] for f in data["files"]] == ["notes.txt"]
+    assert "+replaced" in patch
 
 
 async def test_in_shared_mode_turns_of_two_contexts_never_overlap(

@@ -252,8 +252,11 @@ class WorkspaceManager:
             )
             has_index = await anyio.Path(real).is_file()
             if has_index:
-                # Its stat data spares git rehashing every unchanged file.
-                shutil.copyfile(real, index)
+                # Its stat data spares git rehashing every unchanged file. copy2 keeps its
+                # mtime, which git's racy-clean check compares with the files' (a file
+                # rewritten in the second the index was written, at the same size, would
+                # otherwise pass for unchanged).
+                shutil.copy2(real, index)
             env = {"GIT_INDEX_FILE": str(index)}
             if not has_index:
                 await git(*where, "read-tree", "HEAD", env=env)
