@@ -169,6 +169,8 @@ class WorkspaceManager:
             .strip()
         )
         branch = await self._free_branch(repository, context_id)
+        # A worktree whose folder was deleted by hand is still registered until pruned.
+        await git("worktree", "prune", cwd=repository)
         await git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=repository)
         # The agent works in the same folder of the worktree as workingDirectory is in the repo.
         inner = self.config.directory.relative_to(repository)
@@ -243,6 +245,7 @@ class WorkspaceManager:
         """The workspace's files as a tree id (tracked and untracked, ignored ones left out),
         written through a private index: the real index and HEAD stay as they are."""
         where = workspace.git_args
+        await anyio.Path(self.config.root).mkdir(parents=True, exist_ok=True)
         index = self.config.root / f".index-{uuid.uuid4().hex}"
         try:
             real = Path(
@@ -311,8 +314,11 @@ class WorkspaceManager:
     async def apply(self, workspace: Workspace, patch: Patch) -> None:
         """Apply `patch` all or nothing: WorkspaceError naming the files when it does not
         apply (or would write through a symbolic link), the workspace untouched."""
-        root = workspace.path.resolve()
-        linked = [p for p in patch.paths if _through_link(root, p)]
+        # Patch paths are relative to the work tree's top (a worktree's agent may work in a
+        # sub-folder of it, as workingDirectory is in its repository).
+        shown = await git(*workspace.git_args, "rev-parse", "--show-toplevel")
+        top = Path(shown.decode().strip())
+        linked = [p for p in patch.paths if _through_link(top, p)]
         if linked:
             raise WorkspaceError(
                 "The patch was refused: it writes through a symbolic link ("
@@ -325,7 +331,7 @@ class WorkspaceManager:
                 *apply,
                 "--check",
                 "-",
-                cwd=workspace.path,
+                cwd=top,
                 stdin=patch.data,
                 env=_git_env(workspace),
             )
@@ -336,7 +342,7 @@ class WorkspaceManager:
                 + ", ".join(conflicts)
                 + "); nothing was changed."
             ) from exc
-        await git(*apply, "-", cwd=workspace.path, stdin=patch.data, env=_git_env(workspace))
+        await git(*apply, "-", cwd=top, stdin=patch.data, env=_git_env(workspace))
 
     # ----- expiry and listing -------------------------------------------------------------
 

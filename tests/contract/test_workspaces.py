@@ -11,6 +11,7 @@ what the daemon sets per context.
 from __future__ import annotations
 
 import base64
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,8 @@ def test_two_contexts_edit_one_file_at_once_each_on_its_own_branch(
         edits += mine
         section = wrapper(task)["workspace"]
         assert section["branch"] == f"a2a/{task['contextId']}"
+        resume = wrapper(task).get("resumeCommand")
+        assert resume is None or resume.startswith(f"cd {shlex.quote(section['path'])} && ")
         assert (Path(section["path"]) / "notes.txt").read_text() == f"edit {mine[0]}\n"
     assert sorted(edits) == ["ONE", "TWO"], "each artifact holds only its own edit"
     work = agent.places.work
