@@ -225,6 +225,20 @@ async def test_a_patch_that_does_not_apply_fails_the_task_and_changes_nothing(
     assert len(backend.turns) == 1, "the agent never saw the turn"
 
 
+async def test_patches_in_several_parts_apply_together_or_not_at_all(
+    tmp_path: Path, repo: Path, make_client: MakeClient
+) -> None:
+    client = await make_client(settings(tmp_path, repo))
+    good = "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+added\n"
+    bad = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1 @@\n-not there\n+x\n"
+    failed = await send(client, "parts", "read: notes.txt", patch_part(good), patch_part(bad))
+    done = await send(client, "parts", "read: added.txt", patch_part(good))
+
+    assert failed["status"]["state"] == FAILED
+    assert done["status"]["state"] == COMPLETED, "the first attempt left nothing behind"
+    assert status_text(done) == "added\n"
+
+
 @pytest.mark.parametrize(
     ("patch", "says"),
     [

@@ -24,7 +24,7 @@ from core.wire.errors import InvalidParamsError
 from core.wire.models import Message
 from core.workspaces.git import GitError
 from core.workspaces.manager import Changes, Workspace, WorkspaceError, WorkspaceManager
-from core.workspaces.patches import PatchError, is_patch, read_patch
+from core.workspaces.patches import Patch, PatchError, is_patch, read_patch
 
 log = structlog.get_logger(__name__)
 
@@ -96,11 +96,11 @@ class WorkspaceHooks:
         manager = self._manager
         try:
             workspace = await manager.ensure(turn.principal, turn.context_id)
-            applied: list[str] = []
-            for content in patches:
-                patch = read_patch(content, max_bytes=self._config.max_patch_bytes)
-                await manager.apply(workspace, patch)
-                applied.extend(patch.paths)
+            read = [read_patch(c, max_bytes=self._config.max_patch_bytes) for c in patches]
+            applied = list(dict.fromkeys(p for patch in read for p in patch.paths))
+            if read:
+                # Every patch part of the message as one patch: all of them apply, or none.
+                await manager.apply(workspace, Patch(_joined(read), tuple(applied)))
             before = await manager.snapshot(workspace)
         except (WorkspaceError, PatchError) as exc:
             raise StopTurnError(getattr(exc, "reason", str(exc))) from exc
@@ -110,7 +110,7 @@ class WorkspaceHooks:
         self._running[turn.task_id] = _Running(workspace, before)
         parts = tuple(c for c in turn.parts if not is_patch(c))
         if applied:
-            note = ", ".join(dict.fromkeys(applied))
+            note = ", ".join(applied)
             parts = (
                 *parts,
                 TextContent(
@@ -141,7 +141,6 @@ class WorkspaceHooks:
                 commit = await manager.commit(
                     workspace, f"a2a-wrapper: turn of task {turn.task_id}"
                 )
-                running.before = after
         except (GitError, OSError):
             log.exception("workspace.changes_failed", context_id=turn.context_id)
             return NO_REPORT
@@ -159,6 +158,10 @@ class WorkspaceHooks:
 
     async def charge(self, principal: str, context_id: str, usage: Usage) -> None:
         return None
+
+
+def _joined(patches: list[Patch]) -> bytes:
+    return b"".join(p.data if p.data.endswith(b"\n") else p.data + b"\n" for p in patches)
 
 
 def _artifact(changes: Changes, *, cumulative: bool) -> ArtifactOut:
