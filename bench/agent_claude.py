@@ -115,8 +115,8 @@ class TimedBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return await self._backend.diagnose()
 
-    def resume_command(self, session_id: str) -> str | None:
-        return self._backend.resume_command(session_id)
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
+        return self._backend.resume_command(session_id, cwd)
 
 
 async def daemon_context(

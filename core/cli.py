@@ -21,11 +21,14 @@ from core.pg_schema import migrate_database
 from core.server.app import build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
+from core.server.storage import build_database, build_session_store
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings_server import MIN_TOKEN_LENGTH
 from core.tasks.hooks import HookLoadError
 from core.tasks.startup import ListenError, StartupError, StorageStartError, one_line
 from core.wire import signing
+from core.workspaces import report as workspace_report
+from core.workspaces.manager import WorkspaceManager
 
 EXIT_CONFIG = 2  # the config is unusable (also: an unknown backend, a hook that does not load)
 
@@ -68,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
         "(a daemon applies them at start too)",
     )
     migrate.add_argument("config", type=Path)
+    workspaces = commands.add_parser(
+        "workspaces", help="list the workspaces (worktrees, copies) of a config's daemon"
+    )
+    workspaces.add_argument("config", type=Path)
     return parser
 
 
@@ -89,6 +96,8 @@ def _check(path: Path) -> int:
         print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
     for key in settings.server.auth.short_tokens():
         print(f"  warn {key}: {_SHORT_TOKEN}")
+    for warning in _workspace_warnings(settings):
+        print(f"  warn workspace: {warning}")
     print("agent card:")
     print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
     return 0 if all(item.ok for item in results) else 1
@@ -111,7 +120,43 @@ def _common_checks(settings: Settings) -> list[Diagnosis]:
         )
     )
     checks.append(Diagnosis("budget", ok=True, detail=settings.budget.summary()))
+    checks.append(
+        workspace_report.diagnose(
+            settings.workspace_config(), settings.server.max_concurrent_turns
+        )[0]
+    )
     return checks
+
+
+def _workspace_warnings(settings: Settings) -> list[str]:
+    return workspace_report.diagnose(
+        settings.workspace_config(), settings.server.max_concurrent_turns
+    )[1]
+
+
+def _workspaces(path: Path) -> int:
+    """The workspaces the config's daemon keeps, with their size (from its state file)."""
+    try:
+        settings = load(path)
+    except ConfigError as exc:
+        print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if settings.storage.kind == "memory":
+        print("storage.kind is memory: the daemon keeps no workspaces between runs")
+        return 0
+
+    async def listing() -> list[str]:
+        store = build_session_store(build_database(settings))
+        await store.open()
+        try:
+            rows = await WorkspaceManager(settings.workspace_config(), store).listing()
+        finally:
+            await store.close()
+        return workspace_report.table(rows)
+
+    for line in asyncio.run(listing()):
+        print(line)
+    return 0
 
 
 def _card(settings: Settings, *, strict: bool) -> dict[str, Any]:
@@ -186,10 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0
-    if args.command == "check":
-        return _check(args.config)
-    if args.command == "migrate":
-        return _migrate(args.config)
+    by_config = {"check": _check, "migrate": _migrate, "workspaces": _workspaces}
+    if args.command in by_config:
+        return by_config[args.command](args.config)
     if args.command == "card" and args.verify:
         return _verify_card(args.config, args.card_file, strict=args.strict)
     if args.command == "card":

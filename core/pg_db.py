@@ -19,8 +19,9 @@ order holds.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias, TypeVar
 
 import asyncpg
@@ -59,6 +60,8 @@ class PostgresDatabase:
         self._pool: asyncpg.Pool | None = None
         self._users = 0
         self.rows = UnreadableRows()
+        # The database's clock minus this host's, measured at each lease write (see `clock`).
+        self._skew = timedelta(0)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -127,22 +130,35 @@ class PostgresDatabase:
     async def fetchval(self, query: str, *args: Any) -> Any:
         return await self.pool.fetchval(query, *args)
 
+    def clock(self) -> datetime:
+        """Now on the database's clock (this host's clock corrected by the offset measured at
+        the last lease write): what session expiry and task retention read, so replicas whose
+        clocks disagree still expire the same sessions and tasks."""
+        return datetime.now(UTC) + self._skew
+
+    async def _leased(self, query: str) -> datetime | None:
+        """Run a lease write that returns the database's `now()`, and measure the offset of
+        the database's clock from this host's (to the midpoint of the round trip)."""
+        before = time.time()
+        db_now: datetime | None = await self.fetchval(query, self.replica_id, self.lease_ttl)
+        after = time.time()
+        if db_now is not None:
+            here = datetime.fromtimestamp((before + after) / 2, UTC)
+            self._skew = db_now - here
+        return db_now
+
     async def renew(self) -> bool:
         """Extend this replica's lease by `lease_ttl` from now (the database's now); False
         when the row is gone (a survivor already took this replica for dead)."""
-        status = await self.execute(
-            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1",
-            self.replica_id,
-            self.lease_ttl,
+        renewed = await self._leased(
+            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1 RETURNING now()"
         )
-        return status != "UPDATE 0"
+        return renewed is not None
 
     async def rejoin(self) -> None:
-        await self.execute(
+        await self._leased(
             "INSERT INTO replicas (id, started_at, expires_at) VALUES ($1, now(), now() + $2) "
-            "ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at",
-            self.replica_id,
-            self.lease_ttl,
+            "ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at RETURNING now()"
         )
 
     async def forget_replicas(self, after: timedelta) -> None:

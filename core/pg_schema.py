@@ -156,6 +156,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        4,
+        "workspaces",
+        """
+        CREATE TABLE workspaces (
+            principal TEXT NOT NULL,
+            context_id TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            path TEXT NOT NULL,
+            branch TEXT NOT NULL,
+            base TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            git_dir TEXT,
+            PRIMARY KEY (principal, context_id)
+        );
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

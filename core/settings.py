@@ -48,8 +48,10 @@ from core.settings_server import (
     is_loopback,
 )
 from core.settings_usage import BudgetSettings, MetricsSettings, TracingSettings
+from core.settings_workspace import WorkspaceSettings, workspace_config
 from core.tasks.engine_config import EngineConfig
 from core.wire import signing
+from core.workspaces.config import WorkspaceConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
@@ -192,6 +194,10 @@ class StorageSettings(Block):
         state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         return Path(state) / "a2a-wrapper" / "tasks.sqlite3"
 
+    def state_directory(self) -> Path:
+        """The daemon's state directory: the storage file's folder (workspaces live there)."""
+        return self.resolved_path().parent
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
@@ -219,6 +225,7 @@ class Settings(BaseSettings):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",
@@ -297,6 +304,10 @@ class Settings(BaseSettings):
     def engine(self) -> EngineConfig:
         """The task engine's section: every knob it reads, frozen, in its own units."""
         return engine_config(self)
+
+    def workspace_config(self) -> WorkspaceConfig:
+        """The workspace manager's section (core/workspaces)."""
+        return workspace_config(self)
 
     def backend_block(self) -> BaseModel | None:
         """The validated block of the configured backend, or None when it is a plain factory

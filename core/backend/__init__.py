@@ -7,10 +7,12 @@ imports nothing else from `core`, so a backend never sees wire types or HTTP.
 
 from __future__ import annotations
 
+import shlex
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import anyio
@@ -62,6 +64,10 @@ class Turn:
     # What the turn may still cost under the daemon's budgets (USD; None = no cap): a backend
     # whose agent caps its own spending passes it on, so the agent stops itself in time.
     max_cost_usd: float | None = None
+    # The directory the engine chose for this context's agent (its workspace: a worktree or
+    # a copy); None = the configured workingDirectory. A backend runs the context's session
+    # there: a process per session starts in it, one shared server is told it per session.
+    cwd: Path | None = None
 
     @property
     def text(self) -> str:
@@ -232,6 +238,12 @@ class Failed:
 _log = structlog.get_logger(__name__)
 
 
+def in_directory(command: str, cwd: Path | None) -> str:
+    """`command` run from `cwd` (a context's workspace) when one is given: what a resume
+    command looks like for a session that works outside the configured workingDirectory."""
+    return command if cwd is None else f"cd {shlex.quote(str(cwd))} && {command}"
+
+
 def new_error_id() -> str:
     """An opaque id tying what a caller sees to the log line that holds the details."""
     return uuid.uuid4().hex[:12]
@@ -334,6 +346,7 @@ class Backend(Protocol):
         credentials present or not); callable without `start()`."""
         ...
 
-    def resume_command(self, session_id: str) -> str | None:
-        """The terminal command that opens `session_id` in the agent's own CLI, if any."""
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
+        """The terminal command that opens `session_id` in the agent's own CLI, if any, from
+        `cwd` (the session's workspace; None = the configured workingDirectory)."""
         ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -127,5 +128,5 @@ class BackendBase:
     async def diagnose(self) -> list[Diagnosis]:
         return []
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return None

@@ -56,6 +56,9 @@ from core.tasks.push_store import PushStore
 from core.tasks.remote import NO_REMOTE, RemoteTasks
 from core.tasks.service import TaskService
 from core.tasks.store import TaskStore
+from core.tasks.turn_hooks import chain
+from core.workspaces.hooks import WorkspaceHooks
+from core.workspaces.manager import WorkspaceManager
 
 log = structlog.get_logger(__name__)
 
@@ -115,8 +118,14 @@ def create_app(
     db = build_database(settings)
     budgets = app[BUDGETS] = build_budgets(settings, db)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
+    session_store = session_store or build_session_store(db)
+    workspaces = WorkspaceManager(settings.workspace_config(), session_store)
+    workspace_hooks = WorkspaceHooks(workspaces)
+    if isinstance(db, PostgresDatabase) and clock is system_clock:
+        # Replicas agree on what has expired only on one clock: the database's.
+        clock = db.clock
     sessions = SessionManager(
-        session_store or build_session_store(db),
+        session_store,
         agent.name,
         agent.drop_session,
         reuse_by_context=session.reuse_by_context,
@@ -124,6 +133,7 @@ def create_app(
         # An expiry is reported for as long as the context's tasks are kept.
         tombstone_retention=retention,
         clock=clock,
+        on_expired=workspaces.remove if workspaces.config.private else None,
     )
     tasks = store or build_store(db)
     push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
@@ -142,8 +152,9 @@ def create_app(
         sessions=sessions,
         hooks=build_hooks(settings),
         push=push,
-        turn_hooks=budgets,
+        turn_hooks=chain(budgets, workspace_hooks),
         admission_check=budgets.refuse,
+        message_check=workspace_hooks.refuse,
         observer=observers.turns,
         remote=remote,
     )

@@ -25,6 +25,8 @@ log = structlog.get_logger(__name__)
 
 Clock = Callable[[], datetime]
 Dropper = Callable[[str], Awaitable[None]]
+# What else goes with an expired session of (principal, contextId): its workspace.
+Expired = Callable[[str, str], Awaitable[object]]
 
 
 def system_clock() -> datetime:
@@ -58,9 +60,12 @@ class SessionManager:
         ttl: timedelta | None = None,
         tombstone_retention: timedelta | None = None,
         clock: Clock = system_clock,
+        on_expired: Expired | None = None,
     ) -> None:
         """`tombstone_retention`: how long the sweep remembers a session it expired for the
-        next turn on its context (None = until that turn comes)."""
+        next turn on its context (None = until that turn comes); `on_expired` is awaited for
+        the key of every session that expired (its workspace goes too)."""
+        self._on_expired = on_expired
         self._store = store
         self._backend = backend_name
         self._drop = drop
@@ -172,6 +177,7 @@ class SessionManager:
             for record in await self._store.expire_many(candidates[start : start + batch], now):
                 removed += 1
                 await self._drop_quietly(record.session_id)
+                await self._expired_quietly(record)
         if self._tombstone_retention is not None:
             await self._store.purge_tombstones(now - self._tombstone_retention)
         return removed
@@ -181,7 +187,21 @@ class SessionManager:
         if removed:
             log.info("session.expired", context_id=record.context_id, session_id=record.session_id)
             await self._drop_quietly(record.session_id)
+            await self._expired_quietly(record)
         return removed
+
+    def now(self) -> datetime:
+        """The clock session expiry reads (the database's, with replicas)."""
+        return self._clock()
+
+    async def _expired_quietly(self, record: SessionRecord) -> None:
+        if self._on_expired is None:
+            return
+        try:
+            await self._on_expired(record.principal, record.context_id)
+        except Exception:
+            # Logged; the session is gone either way, what it leaves is retried by nothing.
+            log.exception("session.expiry_cleanup_failed", context_id=record.context_id)
 
     async def _drop_quietly(self, session_id: str) -> None:
         try:

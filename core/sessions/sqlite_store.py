@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.queued import Queued
-from core.sessions.store import SessionRecord
+from core.sessions.store import SessionRecord, WorkspaceRecord
 from core.sqlite_db import ROW_ERRORS, SqliteDatabase
 
 _SCHEMA = """
@@ -33,7 +33,22 @@ CREATE TABLE IF NOT EXISTS session_tombstones (
     PRIMARY KEY (principal, context_id)
 );
 CREATE INDEX IF NOT EXISTS session_tombstones_by_expiry ON session_tombstones (expired_at);
+CREATE TABLE IF NOT EXISTS workspaces (
+    principal TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    path TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    base TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    git_dir TEXT,
+    PRIMARY KEY (principal, context_id)
+);
 """
+# A state file from before workspaces gets the table by `CREATE TABLE IF NOT EXISTS` above:
+# nothing else changed in the sessions' tables, so an older file opens as it is.
+
+_WORKSPACE_COLUMNS = "principal, context_id, mode, path, branch, base, created_at, git_dir"
 
 _COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
 
@@ -57,6 +72,23 @@ def _record(row: tuple[object, ...]) -> SessionRecord:
         created_at=_when(str(created)),
         last_used_at=_when(str(used)),
         turns=turns,
+    )
+
+
+def _workspace(row: tuple[object, ...]) -> WorkspaceRecord:
+    principal, context_id, mode, path, branch, base, created, git_dir = row
+    texts = (principal, context_id, mode, path, branch, base, created)
+    if not all(isinstance(v, str) for v in texts) or not isinstance(git_dir, str | None):
+        raise TypeError("a column has the wrong type")
+    return WorkspaceRecord(
+        principal=str(principal),
+        context_id=str(context_id),
+        mode=str(mode),
+        path=str(path),
+        branch=str(branch),
+        base=str(base),
+        created_at=_when(str(created)),
+        git_dir=git_dir,
     )
 
 
@@ -219,3 +251,64 @@ class SqliteSessionStore:
             return int(n)
 
         return await self._db.run(read)
+
+    # ----- workspaces ----------------------------------------------------------------------
+
+    def _decode_workspace(self, row: tuple[object, ...]) -> WorkspaceRecord | None:
+        try:
+            return _workspace(row)
+        except ROW_ERRORS as exc:
+            self._db.unreadable("workspaces", {"principal": row[0], "context_id": row[1]}, exc)
+            return None
+
+    async def workspace(self, principal: str, context_id: str) -> WorkspaceRecord | None:
+        def read(conn: sqlite3.Connection) -> tuple[object, ...] | None:
+            row: tuple[object, ...] | None = conn.execute(
+                f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces "  # noqa: S608 - constant column list
+                "WHERE principal = ? AND context_id = ?",
+                (principal, context_id),
+            ).fetchone()
+            return row
+
+        row = await self._db.run(read)
+        return self._decode_workspace(row) if row else None
+
+    async def put_workspace(self, record: WorkspaceRecord) -> None:
+        values = (
+            record.principal,
+            record.context_id,
+            record.mode,
+            record.path,
+            record.branch,
+            record.base,
+            _ts(record.created_at),
+            record.git_dir,
+        )
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT OR REPLACE INTO workspaces ({_WORKSPACE_COLUMNS}) "  # noqa: S608 - constant column list
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
+
+        await self._db.run(write)
+
+    async def delete_workspace(self, principal: str, context_id: str) -> None:
+        def remove(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM workspaces WHERE principal = ? AND context_id = ?",
+                (principal, context_id),
+            )
+
+        await self._db.run(remove)
+
+    async def workspaces(self) -> list[WorkspaceRecord]:
+        def read(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+            rows: list[tuple[object, ...]] = conn.execute(
+                f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces ORDER BY created_at"  # noqa: S608 - constant column list
+            ).fetchall()
+            return rows
+
+        rows = await self._db.run(read)
+        return [r for r in map(self._decode_workspace, rows) if r is not None]

@@ -25,6 +25,21 @@ class SessionRecord:
     turns: int = 0
 
 
+@dataclass(frozen=True)
+class WorkspaceRecord:
+    """Where a context's agent works (core/workspaces): a git worktree of the working
+    directory's repository, or a private copy with its own git directory (`git_dir`)."""
+
+    principal: str
+    context_id: str
+    mode: str
+    path: str
+    branch: str
+    base: str
+    created_at: datetime
+    git_dir: str | None = None
+
+
 class SessionStore(Protocol):
     """Mappings keyed by (principal, context_id); one backend session per key."""
 
@@ -76,11 +91,26 @@ class SessionStore(Protocol):
 
     async def count(self) -> int: ...
 
+    async def workspace(self, principal: str, context_id: str) -> WorkspaceRecord | None:
+        """The context's workspace, if it has one."""
+        ...
+
+    async def put_workspace(self, record: WorkspaceRecord) -> None:
+        """Insert or replace the workspace of the record's key."""
+        ...
+
+    async def delete_workspace(self, principal: str, context_id: str) -> None: ...
+
+    async def workspaces(self) -> list[WorkspaceRecord]:
+        """Every workspace (the `workspaces` command, the maxWorkspaces count)."""
+        ...
+
 
 class InMemorySessionStore:
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], SessionRecord] = {}
         self._tombstones: dict[tuple[str, str], datetime] = {}
+        self._workspaces: dict[tuple[str, str], WorkspaceRecord] = {}
 
     async def open(self) -> None:
         return None
@@ -139,3 +169,15 @@ class InMemorySessionStore:
 
     async def count(self) -> int:
         return len(self._records)
+
+    async def workspace(self, principal: str, context_id: str) -> WorkspaceRecord | None:
+        return self._workspaces.get((principal, context_id))
+
+    async def put_workspace(self, record: WorkspaceRecord) -> None:
+        self._workspaces[(record.principal, record.context_id)] = record
+
+    async def delete_workspace(self, principal: str, context_id: str) -> None:
+        self._workspaces.pop((principal, context_id), None)
+
+    async def workspaces(self) -> list[WorkspaceRecord]:
+        return list(self._workspaces.values())

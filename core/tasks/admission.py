@@ -29,6 +29,8 @@ SHUTTING_DOWN = "The daemon is shutting down; send this again later"
 
 # Raises (a DaemonError) when a turn of (principal, contextId) may not start: a spent budget.
 AdmissionCheck = Callable[[str, str], None]
+# Raises (a DaemonError) when a message's content is refused: a malformed patch.
+MessageCheck = Callable[[Message], None]
 
 
 def _no_check(principal: str, context_id: str) -> None:
@@ -53,9 +55,11 @@ class Admission:
         push_configs: PushConfigs,
         draining: Callable[[], bool],
         check: AdmissionCheck | None = None,
+        message_check: MessageCheck | None = None,
     ) -> None:
         self._limits = limits
         self._check = check or _no_check
+        self._message_check = message_check
         self._live = live
         self._queries = queries
         self._push = push
@@ -101,6 +105,8 @@ class Admission:
         check_message(
             message, max_parts=self._limits.max_parts, max_file_bytes=self._limits.max_file_bytes
         )
+        if self._message_check is not None:
+            self._message_check(message)
         inline = (
             request.configuration.task_push_notification_config
             if request.configuration is not None

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import structlog
 
 from core.backend import Turn, Usage
-from core.tasks.turn_hooks import StopTurnError
+from core.tasks.turn_hooks import NO_REPORT, StopTurnError, TurnReport
 from core.tasks.usage_store import TurnUsage, UsageStore
 from core.wire.errors import BudgetExceededError
 
@@ -231,6 +231,9 @@ class Budgets:
             if maximum is not None
         ]
         return min(left) if left else None
+
+    async def finish(self, turn: Turn) -> TurnReport:
+        return NO_REPORT
 
     async def charge(self, principal: str, context_id: str, usage: Usage) -> None:
         config = self._config

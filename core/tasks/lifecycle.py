@@ -21,7 +21,6 @@ from core.tasks.queries import LiveRuns
 from core.tasks.scheduling import Scheduler
 from core.tasks.startup import BackendStartError, StorageStartError, failing_as
 from core.tasks.store import TaskStore
-from core.wire.base import utcnow
 
 log = structlog.get_logger(__name__)
 
@@ -123,7 +122,7 @@ class Lifecycle:
         """Delete terminal tasks older than the retention period; returns how many."""
         if self._config.retention.tasks is None:
             return 0
-        return await self._store.purge_terminal(utcnow() - self._config.retention.tasks)
+        return await self._store.purge_terminal(self._sessions.now() - self._config.retention.tasks)
 
     async def _sweep_once(self) -> None:
         purged = await self.sweep()

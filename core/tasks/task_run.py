@@ -354,6 +354,11 @@ class TaskRun:
             }
         )
 
+    def record_sections(self, sections: Mapping[str, Any]) -> None:
+        """Sections the turn hooks add to the task's metadata (`workspace`)."""
+        if "workspace" in sections:
+            self._set_section(workspace=sections["workspace"])
+
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
         self._set_section(approvals=(*self._section.approvals, decision))
 

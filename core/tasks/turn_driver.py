@@ -122,7 +122,21 @@ class TurnDriver:
                     resume_command=self._runner.resume_command(lease.session_id),
                     on_end=lambda: self._sessions.count_turn(lease),
                 )
-                prepared = await self._turn_hooks.prepare(started)
+                try:
+                    prepared = await self._turn_hooks.prepare(started)
+                except StopTurnError as exc:
+                    # Nothing of the turn ran (its workspace could not be made ready, say).
+                    log.info("turn.not_prepared", task_id=run.task.id, reason=exc.reason)
+                    await run.set_status(
+                        TaskState.FAILED, agent_message(run.task, [Part(text=exc.reason)])
+                    )
+                    return
+                if prepared.cwd is not None and prepared.session_id is not None:
+                    # The resume command goes through the context's workspace.
+                    run.bind_session(
+                        prepared.session_id,
+                        self._runner.resume_command(prepared.session_id, prepared.cwd),
+                    )
                 try:
                     started = prepared
                     timed_out = await self._run_bounded(run, started, lease)

@@ -1,17 +1,22 @@
 """Where what comes next hooks into a turn's life: its workspace and its usage.
 
-The engine calls a `TurnHooks` at three fixed points, and nowhere else: `prepare` before the
-backend sees the turn (a workspace per context is made ready, and may be named in the turn it
-returns), `release` once the turn is over whatever its outcome (the workspace is given back),
-and `charge` for every Usage event of the turn (a budget is charged; raising `StopTurnError`
-stops the turn). The default does nothing.
+The engine calls a `TurnHooks` at four fixed points, and nowhere else: `prepare` before the
+backend sees the turn (a workspace per context is made ready, and named in the turn it
+returns; raising `StopTurnError` fails the task with its reason), `finish` as the turn ends
+with an answer, a question or a failure of the agent (what the turn changed becomes
+artifacts and task metadata), `release` once the turn is over whatever its outcome (the
+workspace is given back), and `charge` for every Usage event of the turn (a budget is
+charged; raising `StopTurnError` stops the turn). The default does nothing; `chain` runs
+several in order.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from core.backend import Turn, Usage
+from core.backend import ArtifactOut, Turn, Usage
 
 
 class StopTurnError(Exception):
@@ -23,10 +28,27 @@ class StopTurnError(Exception):
         self.reason = reason
 
 
+@dataclass(frozen=True)
+class TurnReport:
+    """What `finish` adds to the turn's task before its end state: artifacts, and sections
+    of its `a2aWrapper` metadata (e.g. `workspace`)."""
+
+    artifacts: tuple[ArtifactOut, ...] = ()
+    sections: Mapping[str, Any] | None = None
+
+
+NO_REPORT = TurnReport()
+
+
 class TurnHooks(Protocol):
     async def prepare(self, turn: Turn) -> Turn:
         """Before the backend runs `turn` (inside its context's lane, after its session is
         resolved): return the turn to run. Raising fails the task with an error id."""
+        ...
+
+    async def finish(self, turn: Turn) -> TurnReport:
+        """The agent ended the turn (answered, asked, or failed): what to add to the task
+        before its state is set. Raising fails the task with an error id."""
         ...
 
     async def release(self, turn: Turn) -> None:
@@ -43,6 +65,9 @@ class NoTurnHooks:
     async def prepare(self, turn: Turn) -> Turn:
         return turn
 
+    async def finish(self, turn: Turn) -> TurnReport:
+        return NO_REPORT
+
     async def release(self, turn: Turn) -> None:
         return None
 
@@ -51,3 +76,45 @@ class NoTurnHooks:
 
 
 NO_TURN_HOOKS: TurnHooks = NoTurnHooks()
+
+
+class ChainedTurnHooks:
+    """Several hooks as one: prepared in order (each gets the turn the one before returned),
+    released in reverse; a prepare that raises releases the ones already prepared. Hooks key
+    their state by the turn's task, so each is released with the last turn."""
+
+    def __init__(self, hooks: Sequence[TurnHooks]) -> None:
+        self._hooks = tuple(hooks)
+
+    async def prepare(self, turn: Turn) -> Turn:
+        done: list[TurnHooks] = []
+        try:
+            for hook in self._hooks:
+                turn = await hook.prepare(turn)
+                done.append(hook)
+        except BaseException:
+            for hook in reversed(done):
+                await hook.release(turn)
+            raise
+        return turn
+
+    async def finish(self, turn: Turn) -> TurnReport:
+        artifacts: list[ArtifactOut] = []
+        sections: dict[str, Any] = {}
+        for hook in self._hooks:
+            report = await hook.finish(turn)
+            artifacts.extend(report.artifacts)
+            sections.update(report.sections or {})
+        return TurnReport(tuple(artifacts), sections or None)
+
+    async def release(self, turn: Turn) -> None:
+        for hook in reversed(self._hooks):
+            await hook.release(turn)
+
+    async def charge(self, principal: str, context_id: str, usage: Usage) -> None:
+        for hook in self._hooks:
+            await hook.charge(principal, context_id, usage)
+
+
+def chain(*hooks: TurnHooks) -> TurnHooks:
+    return hooks[0] if len(hooks) == 1 else ChainedTurnHooks(hooks)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import anyio
@@ -165,7 +166,7 @@ class TurnRunner:
                         # Anything else happening (a tool call, say) may take long: send the
                         # chunk held back now.
                         await self._flush(run, answer, last_chunk=False)
-                    if await self._apply(run, event, answer):
+                    if await self._apply(run, turn, event, answer):
                         return
             if idle.cancelled_caught:
                 raise IdleTimeoutError
@@ -193,7 +194,24 @@ class TurnRunner:
             )
         if text:
             message = agent_message(run.task, [Part(text=text)])
+        await self._report(run, turn)
         await run.set_status(TaskState.COMPLETED, message)
+
+    async def _report(self, run: TaskRun, turn: Turn) -> None:
+        """What the turn hooks add as the agent ends the turn (the workspace's changes)."""
+        report = await self._turn_hooks.finish(turn)
+        for artifact in report.artifacts:
+            await run.add_artifact(
+                Artifact(
+                    artifact_id=artifact.artifact_id or new_id(),
+                    name=artifact.name,
+                    parts=[content_to_part(c) for c in artifact.parts],
+                ),
+                append=False,
+                last_chunk=True,
+            )
+        if report.sections:
+            run.record_sections(report.sections)
 
     async def _close(self, close: Callable[[], Awaitable[object]]) -> None:
         """Close the backend's generator, bounded; a failure is logged, never raised (it would
@@ -219,14 +237,14 @@ class TurnRunner:
         )
         answer.chunks += 1
 
-    async def _apply(self, run: TaskRun, event: BackendEvent, answer: _Answer) -> bool:
+    async def _apply(self, run: TaskRun, turn: Turn, event: BackendEvent, answer: _Answer) -> bool:
         """Apply one event; True when it ended the turn."""
         if isinstance(event, Text | TextDelta):
             await self._text(run, answer, event)
             return False
         match event:
             case SessionBound(session_id=session_id):
-                run.bind_session(session_id, self.resume_command(session_id))
+                run.bind_session(session_id, self.resume_command(session_id, turn.cwd))
             case Usage():
                 run.record_usage(event)
                 self._observer.usage(run, event)
@@ -251,6 +269,7 @@ class TurnRunner:
                 )
             case DirectReply(parts=parts):
                 reply = agent_message(run.task, [content_to_part(c) for c in parts])
+                await self._report(run, turn)
                 await run.set_status(TaskState.COMPLETED, reply)
                 return True
             case ApprovalRequest():
@@ -258,10 +277,12 @@ class TurnRunner:
             case NeedsInput(question=question, kind=kind):
                 state = TaskState.AUTH_REQUIRED if kind == "auth" else TaskState.INPUT_REQUIRED
                 message = agent_message(run.task, [Part(text=question)]) if question else None
+                await self._report(run, turn)
                 await run.set_status(state, message)
                 return True
             case Failed(kind=kind, message=text):
                 state = _FAILED_STATE.get(kind, TaskState.FAILED)
+                await self._report(run, turn)
                 await run.set_status(state, agent_message(run.task, [Part(text=text)]))
                 return True
         return False
@@ -318,10 +339,16 @@ class TurnRunner:
         if run.task.status.state != TaskState.WORKING:
             await run.set_status(TaskState.WORKING)
 
-    def resume_command(self, session_id: str | None) -> str | None:
-        """How to open the session in a terminal (from the backend), if it says."""
+    def resume_command(self, session_id: str | None, cwd: Path | None = None) -> str | None:
+        """How to open the session in a terminal (from the backend), if it says; from `cwd`,
+        the context's workspace, when it has one (a backend written before workspaces takes
+        no `cwd`: it is asked only when there is one)."""
+        if not session_id:
+            return None
         with backend_call("resume_command"):
-            return self._backend.resume_command(session_id) if session_id else None
+            if cwd is None:
+                return self._backend.resume_command(session_id)
+            return self._backend.resume_command(session_id, cwd)
 
 
 def _describe(event: ToolCall | ToolResult | FileChange) -> str:

@@ -1,5 +1,5 @@
 """The task's `a2aWrapper` metadata section: what the daemon says about a task (backend,
-session, usage, approvals; later workspace and budget), as typed fields. `TaskRun` holds one
+session, usage, approvals, workspace), as typed fields. `TaskRun` holds one
 and renders it into the task's metadata on every change; a stored task's section is read back
 only when a run is made from that task (`WrapperSection.of`)."""
 
@@ -27,6 +27,7 @@ class WrapperSection:
     expired_session: bool = False
     usage: Mapping[str, JsonValue] | None = None
     approvals: tuple[Mapping[str, JsonValue], ...] = ()
+    workspace: Mapping[str, JsonValue] | None = None
 
     @classmethod
     def of(cls, task: Task) -> WrapperSection | None:
@@ -39,6 +40,7 @@ class WrapperSection:
         usage = raw.get("usage")
         approvals = raw.get("approvals")
         backend = raw.get("backend")
+        workspace = raw.get("workspace")
         return cls(
             backend=backend if isinstance(backend, str) else None,
             leased="sessionId" in raw,
@@ -50,6 +52,7 @@ class WrapperSection:
             approvals=tuple(a for a in approvals if isinstance(a, dict))
             if isinstance(approvals, list)
             else (),
+            workspace=workspace if isinstance(workspace, dict) else None,
         )
 
     def bound(self, session_id: str, resume_command: str | None) -> WrapperSection:
@@ -79,4 +82,6 @@ class WrapperSection:
             section["usage"] = dict(self.usage)
         if self.approvals:
             section["approvals"] = [dict(a) for a in self.approvals]
+        if self.workspace is not None:
+            section["workspace"] = dict(self.workspace)
         return section

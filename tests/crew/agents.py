@@ -22,6 +22,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -170,7 +171,7 @@ class CrewBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("backend", ok=True, detail="scripted crew agent")]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return None
 
 

@@ -70,7 +70,7 @@ class ProcessBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("sleep", ok=True, detail="/bin/sleep")]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return None
 
 

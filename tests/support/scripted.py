@@ -10,7 +10,11 @@ The prompt says what to do, so tests read as conversations:
   `stall`     report progress, then wait forever (for idle timeouts)
   `tool: N`   call tool N, then answer
   `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
-Anything else is echoed back.
+  `write: P=T` write line T to file P in the turn's directory (its workspace, else
+              `options.root`)
+  `write-block: P=T`  the same, then `block`   `read: P`  answer with file P's text
+Anything else is echoed back. `running` counts the turns inside `run_turn` now, `most_at_once`
+the most there ever were.
 
 Sessions behave like an agent's: a turn without a session id starts a new one (a fresh id),
 a turn with one continues it, and each session remembers its prompts. The sessions live in the
@@ -80,6 +84,8 @@ class ScriptedBackend:
         self.dropped: list[str] = []
         self.dropped_event = anyio.Event()
         self.resume_prefix: str | None = None
+        self.running = 0
+        self.most_at_once = 0
 
     def entered(self, task_id: str) -> anyio.Event:
         return self.block_entered.setdefault(task_id, anyio.Event())
@@ -94,6 +100,18 @@ class ScriptedBackend:
         self.closed = True
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        self.running += 1
+        self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            async for event in self._turn(turn):
+                yield event
+        finally:
+            self.running -= 1
+
+    def _directory(self, turn: Turn) -> Path:
+        return turn.cwd or Path(str(self.options.get("root", ".")))
+
+    async def _turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         self.turns.append(turn)
         session_id, earlier = self._open_session(turn)
         yield SessionBound(session_id)
@@ -111,6 +129,17 @@ class ScriptedBackend:
                     yield event
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
+            case "write" | "write-block":
+                name, _, text = arg.partition("=")
+                await anyio.Path(self._directory(turn) / name).write_text(text + "\n")
+                if command == "write-block":
+                    self.entered(turn.task_id).set()
+                    await self.blocked.setdefault(turn.task_id, anyio.Event()).wait()
+                yield Text(f"wrote {name}")
+            case "read":
+                # Only the first line: a note the daemon adds (a patch applied) follows it.
+                name = arg.splitlines()[0]
+                yield Text(await anyio.Path(self._directory(turn) / name).read_text())
             case "stall":
                 yield Progress("stalling")
                 self.entered(turn.task_id).set()
@@ -181,5 +210,5 @@ class ScriptedBackend:
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("backend", ok=True, detail="in-process, nothing to check")]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return f"{self.resume_prefix} {session_id}" if self.resume_prefix else None

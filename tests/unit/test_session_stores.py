@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,7 +13,7 @@ from core.pg_db import PostgresDatabase
 from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.policy import is_expired
 from core.sessions.sqlite_store import SqliteSessionStore
-from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore
+from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore, WorkspaceRecord
 from tests.support.postgres import fresh_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -193,3 +194,52 @@ async def test_postgres_sweep_candidates_come_from_one_replica_only(postgres_url
         assert [r.session_id for r in await second.created_before(later)] == ["s1"]
     finally:
         await second.close()
+
+
+def workspace(context: str, principal: str = "p", git_dir: str | None = None) -> WorkspaceRecord:
+    return WorkspaceRecord(
+        principal, context, "worktree", f"/w/{context}", f"a2a/{context}", "abc123", T0, git_dir
+    )
+
+
+async def test_workspaces_round_trip_and_are_scoped_by_principal(store: SessionStore) -> None:
+    mine, copy = workspace("c"), workspace("d", git_dir="/w/d.git")
+    await store.put_workspace(mine)
+    await store.put_workspace(copy)
+    await store.put_workspace(workspace("c", principal="q"))
+
+    assert await store.workspace("p", "c") == mine
+    assert await store.workspace("p", "d") == copy
+    assert len(await store.workspaces()) == 3
+    await store.delete_workspace("p", "c")
+    assert await store.workspace("p", "c") is None
+    assert await store.workspace("q", "c") == workspace("c", principal="q")
+
+
+async def test_a_state_file_from_before_workspaces_opens_and_keeps_its_sessions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:  # the sessions table as it was before workspaces
+        conn.execute(
+            "CREATE TABLE sessions (principal TEXT NOT NULL, context_id TEXT NOT NULL, "
+            "backend TEXT NOT NULL, session_id TEXT NOT NULL, created_at TEXT NOT NULL, "
+            "last_used_at TEXT NOT NULL, turns INTEGER NOT NULL DEFAULT 0, "
+            "PRIMARY KEY (principal, context_id))"
+        )
+        conn.execute(
+            "INSERT INTO sessions VALUES "
+            "('p', 'c', 'claude', 's1', '2026-01-01T00:00:00.000000Z', "
+            "'2026-01-01T00:00:00.000000Z', 2)"
+        )
+    store = SqliteSessionStore(path)
+    await store.open()
+    try:
+        kept = await store.get("p", "c")
+        await store.put_workspace(workspace("c"))
+        found = await store.workspaces()
+    finally:
+        await store.close()
+
+    assert kept is not None and kept.session_id == "s1"
+    assert found == [workspace("c")]

@@ -17,6 +17,7 @@ import os
 import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -181,9 +182,9 @@ class AcpBackend(BackendBase):
             return [Diagnosis("agent command", False, str(exc))]
         return [Diagnosis("agent command", True, " ".join(argv))]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         command = None if self._preset is None else self._preset.resume_command(session_id)
-        return None if command is None else f"cd {shlex.quote(str(self._root))} && {command}"
+        return None if command is None else f"cd {shlex.quote(str(cwd or self._root))} && {command}"
 
     # ----- the agent process -------------------------------------------------------------------
 
@@ -249,7 +250,11 @@ class AcpBackend(BackendBase):
                 return warm, None
             if warm is not None:
                 self._pool.remove(wanted)
-        connection, mcp, cwd = agent.connection, self._mcp_servers(agent), str(self._root)
+        connection, mcp, cwd = (
+            agent.connection,
+            self._mcp_servers(agent),
+            str(turn.cwd or self._root),
+        )
         reason = None
         with anyio.fail_after(REQUEST_TIMEOUT):
             if wanted is not None and agent.can_load:
@@ -270,7 +275,8 @@ class AcpBackend(BackendBase):
                     f"{agent.version} cannot load an earlier session (it does not offer "
                     "session/load); this turn starts a new one."
                 )
-            spare, self._spare = self._spare, None
+            # The spare session works in the working directory: not for a workspace's turn.
+            spare, self._spare = (self._spare, None) if turn.cwd is None else (None, self._spare)
             if spare is not None and spare[0] is agent:
                 self._refill_spare(agent)
                 return self._pooled(agent, spare[1]), reason
@@ -337,6 +343,8 @@ class AcpBackend(BackendBase):
         try:
             agent = await self._ensure_agent()
             warm, reason = await self._open(agent, turn)
+            if turn.cwd is not None:
+                agent.client.roots[warm.session_id] = turn.cwd.resolve()
         except BackendUnavailableError as exc:
             yield exc.failure(event="acp.unavailable")
             return

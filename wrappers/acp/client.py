@@ -73,6 +73,8 @@ class DaemonClient:
         self._approve_kinds = frozenset(approve_kinds)
         self.terminals = terminals
         self.active: dict[str, ActiveTurn] = {}
+        # A session opened in a context's workspace works there, not in the working directory.
+        self.roots: dict[str, Path] = {}
 
     # ----- session/update and session/request_permission ---------------------------------------
 
@@ -109,12 +111,14 @@ class DaemonClient:
 
     # ----- fs/* --------------------------------------------------------------------------------
 
-    def confined(self, path: str) -> Path:
-        """`path` (absolute, or relative to the working directory) when it lies inside the
-        working directory once resolved; a RequestError otherwise."""
+    def confined(self, path: str, session_id: str | None = None) -> Path:
+        """`path` (absolute, or relative to the session's directory) when it lies inside that
+        directory (its workspace, else the working directory) once resolved; a RequestError
+        otherwise."""
+        root = self.roots.get(session_id, self._root) if session_id else self._root
         candidate = Path(path)
-        resolved = (candidate if candidate.is_absolute() else self._root / candidate).resolve()
-        if resolved != self._root and not resolved.is_relative_to(self._root):
+        resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+        if resolved != root and not resolved.is_relative_to(root):
             log.warning("acp.path_refused", path=path)
             raise RequestError.invalid_params(
                 {"path": path, "reason": "outside the working directory"}
@@ -129,7 +133,7 @@ class DaemonClient:
         limit: int | None = None,
         **kwargs: Any,
     ) -> ReadTextFileResponse:
-        target = anyio.Path(self.confined(path))
+        target = anyio.Path(self.confined(path, session_id))
         try:
             text = await target.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError as exc:
@@ -143,7 +147,7 @@ class DaemonClient:
     async def write_text_file(
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> WriteTextFileResponse | None:
-        target = anyio.Path(self.confined(path))
+        target = anyio.Path(self.confined(path, session_id))
         await target.parent.mkdir(parents=True, exist_ok=True)
         await target.write_text(content, encoding="utf-8")
         return WriteTextFileResponse()
@@ -160,7 +164,7 @@ class DaemonClient:
         output_byte_limit: int | None = None,
         **kwargs: Any,
     ) -> CreateTerminalResponse:
-        where = self.confined(cwd) if cwd else self._root
+        where = self.confined(cwd or ".", session_id)
         variables = {v.name: v.value for v in env or []}
         try:
             terminal_id = await self.terminals.create(

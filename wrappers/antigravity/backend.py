@@ -14,6 +14,7 @@ import shlex
 import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 
 import anyio
 import structlog
@@ -28,6 +29,7 @@ from core.backend import (
     Health,
     SessionBound,
     Turn,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -102,17 +104,17 @@ class AntigravityBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         """The conversation in a terminal: the SDK's interactive loop on the same state."""
         command = [sys.executable, "-m", "wrappers.antigravity.resume"]
         command += ["--home", str(options.home(self._config)), "--conversation", session_id]
-        return shlex.join(command)
+        return in_directory(shlex.join(command), cwd)
 
     # ----- turns -------------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         try:
-            session = await self._acquire(turn.session_id)
+            session = await self._acquire(turn.session_id, turn.cwd)
         except BackendUnavailableError as exc:
             yield exc.failure(event="antigravity.unavailable")
             return
@@ -199,7 +201,7 @@ class AntigravityBackend(BackendBase):
             active.done.set()
             active.send(TurnEnd(None if active.halted else error, usage))
 
-    async def _acquire(self, session_id: str | None) -> Session:
+    async def _acquire(self, session_id: str | None, cwd: Path | None) -> Session:
         # No lock: the engine runs one turn of a context at a time, and a new conversation
         # gets a fresh id, so no two turns ever open or take the same entry.
         if session_id is not None:
@@ -215,16 +217,18 @@ class AntigravityBackend(BackendBase):
                 self._pool.remove(session_id)
                 await session.close()
         with anyio.CancelScope(shield=True):
-            opened = await self._open(session_id or uuid.uuid4().hex)
+            opened = await self._open(session_id or uuid.uuid4().hex, cwd)
             # Beyond maxWarm: close the least recently used idle agents now.
             await self._close_all(self._pool.add(opened.conversation_id, opened))
         return opened
 
-    async def _open(self, conversation_id: str) -> Session:
+    async def _open(self, conversation_id: str, cwd: Path | None) -> Session:
         holder: list[Session] = []
         gate = Gate(self._config, lambda: holder[0].turn if holder else None)
         try:
-            config = options.agent_config(self._config, conversation_id, [gate], self._environ)
+            config = options.agent_config(
+                self._config, conversation_id, [gate], self._environ, cwd=cwd
+            )
         except CliNotFoundError as exc:
             raise BackendUnavailableError(str(exc)) from exc
         agent = Agent(config)

@@ -142,8 +142,11 @@ def agent_config(
     conversation_id: str,
     hooks: Sequence[Any],
     environ: Mapping[str, str] | None = None,
+    *,
+    cwd: Path | None = None,
 ) -> Any:
-    """The SDK config of the agent serving `conversation_id` (new or stored in `save_dir`).
+    """The SDK config of the agent serving `conversation_id` (new or stored in `save_dir`),
+    working in `cwd` (the context's workspace; None = workingDirectory).
 
     Every tool passes the harness's own policy (`allow_all`): what may run is decided by our
     pre-tool hook (`approvals.Gate`) and by the tools the capability switches remove."""
@@ -155,7 +158,7 @@ def agent_config(
         "session_continuation_mode": types.SessionContinuationMode.CREATE_OR_RESUME,
         "save_dir": str(save_dir(config)),
         "app_data_dir": str(app_data_dir(config)),
-        "workspaces": [str(config.working_directory.expanduser().resolve())],
+        "workspaces": [str((cwd or config.working_directory.expanduser()).resolve())],
         "capabilities": capabilities(config),
         "policies": [policy.allow_all()],
         "hooks": list(hooks),

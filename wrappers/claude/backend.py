@@ -305,7 +305,7 @@ class ClaudeBackend(BackendBase):
             await self._retire(warm, reason, force=warm.busy)
         notes: list[BackendEvent] = []
         try:
-            warm = await self._connect(key, turn.session_id, ask=turn.approvals == "ask")
+            warm = await self._connect(key, turn.session_id, turn.cwd, ask=turn.approvals == "ask")
         except _SessionNotFoundError:
             notes.append(
                 Progress(
@@ -313,7 +313,7 @@ class ClaudeBackend(BackendBase):
                     "this turn starts a new session."
                 )
             )
-            warm = await self._connect(key, None, ask=turn.approvals == "ask")
+            warm = await self._connect(key, None, turn.cwd, ask=turn.approvals == "ask")
         self._begin(warm, turn.task_id)
         for evicted in self._pool.add(key, warm):
             await self._retire(evicted, "maxWarm")
@@ -332,9 +332,14 @@ class ClaudeBackend(BackendBase):
         if (warm.approver is not None) != (turn.approvals == "ask"):
             # The permission callback is fixed when the process starts.
             return "approvals mode changed"
+        if warm.cwd != turn.cwd:
+            # The process's cwd is fixed when it starts: the context's workspace moved.
+            return "workspace changed"
         return None
 
-    async def _connect(self, key: Key, resume: str | None, *, ask: bool) -> WarmClient:
+    async def _connect(
+        self, key: Key, resume: str | None, cwd: Path | None, *, ask: bool
+    ) -> WarmClient:
         """A new client (a Claude Code process); with `ask`, its permission requests that the
         configured rules leave open go to the caller (wrappers/claude/approvals.py)."""
         stopping = self._stopping_sessions.get(resume) if resume is not None else None
@@ -348,6 +353,7 @@ class ClaudeBackend(BackendBase):
                 self._config,
                 cli=self._cli,
                 resume=resume,
+                cwd=cwd,
                 marker=marker,
                 stderr=stderr,
                 can_use_tool=approver.can_use_tool if approver is not None else None,
@@ -379,6 +385,7 @@ class ClaudeBackend(BackendBase):
             session_id=resume,
             cost_total=cost,
             approver=approver,
+            cwd=cwd,
         )
 
     async def interrupt(self, turn: Turn) -> None:
@@ -436,5 +443,5 @@ class ClaudeBackend(BackendBase):
         """Claude Code processes kept warm now (the daemon's `a2a_sessions_warm` gauge)."""
         return len(self._pool)
 
-    def resume_command(self, session_id: str) -> str | None:
-        return options.resume_command(self._config, session_id)
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
+        return options.resume_command(self._config, session_id, cwd)

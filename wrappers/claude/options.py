@@ -94,6 +94,7 @@ def build_options(
     cli: Path | None,
     resume: str | None,
     marker: str,
+    cwd: Path | None = None,
     stderr: Any = None,
     can_use_tool: CanUseTool | None = None,
 ) -> ClaudeAgentOptions:
@@ -102,7 +103,7 @@ def build_options(
     rules decide alone, and what they leave open is denied)."""
     return ClaudeAgentOptions(
         cli_path=cli,
-        cwd=working_directory(config),
+        cwd=cwd or working_directory(config),
         model=config.model,
         fallback_model=config.fallback_model,
         permission_mode=config.permission_mode,
@@ -122,11 +123,12 @@ def build_options(
     )
 
 
-def resume_command(config: ClaudeConfig, session_id: str) -> str:
-    """What a user types to open the session in their terminal: the agent's working directory,
-    its state directory when `home` is set, then `claude --resume <id>`."""
+def resume_command(config: ClaudeConfig, session_id: str, cwd: Path | None = None) -> str:
+    """What a user types to open the session in their terminal: the agent's working directory
+    (the session's workspace when it has one), its state directory when `home` is set, then
+    `claude --resume <id>`."""
     binary = str(config.cli_path) if config.cli_path is not None else "claude"
-    words = [f"cd {shlex.quote(str(working_directory(config)))} &&"]
+    words = [f"cd {shlex.quote(str(cwd or working_directory(config)))} &&"]
     if config.home is not None:
         home = config.home.expanduser().resolve()
         words.append(f"{CONFIG_DIR_VARIABLE}={shlex.quote(str(home))}")

@@ -8,6 +8,7 @@ taking a turn; the backend retires them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
@@ -44,6 +45,8 @@ class WarmClient:
     """The permission callback when the client asks the caller (`approvals.mode: ask`)."""
     pump: Pump | None = None
     """The reader of the current turn's messages, once its prompt is sent."""
+    cwd: Path | None = None
+    """The workspace the process started in (None: the configured workingDirectory)."""
 
     @property
     def busy(self) -> bool:

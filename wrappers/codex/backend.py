@@ -25,6 +25,7 @@ import shlex
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import structlog
@@ -39,6 +40,7 @@ from core.backend import (
     SessionBound,
     TextContent,
     Turn,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -64,6 +66,7 @@ from wrappers.codex.options import (
     launch,
     thread_params,
     turn_params,
+    working_directory,
 )
 from wrappers.codex.process import stop_thread_commands
 from wrappers.codex.threads import WarmThread
@@ -197,7 +200,7 @@ class CodexBackend(BackendBase):
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         try:
             server = await self._ensure_server()
-            thread, notes = await self._open_thread(server, turn.session_id)
+            thread, notes = await self._open_thread(server, turn.session_id, turn.cwd)
         except AppServerExitedError as exc:
             yield server_gone("unavailable", str(exc))
             return
@@ -266,6 +269,8 @@ class CodexBackend(BackendBase):
             "threadId": thread.id,
             "input": input_items(turn.parts),
             "approvalPolicy": ASK_POLICY if ask else self.config.approval_policy,
+            # Every turn names its directory: a warm thread keeps the one it was last given.
+            "cwd": str(turn.cwd or working_directory(self.config)),
             # The caller reviews, never Codex's automatic reviewer (`approvals_reviewer`).
             **({"approvalsReviewer": "user"} if ask else {}),
         }
@@ -298,11 +303,11 @@ class CodexBackend(BackendBase):
         await active.server.respond(request_id, result_for(answer))
 
     async def _open_thread(
-        self, server: AppServer, session_id: str | None
+        self, server: AppServer, session_id: str | None, cwd: Path | None
     ) -> tuple[WarmThread, list[BackendEvent]]:
         """The thread for this turn, marked busy: warm, else resumed, else a new one."""
         notes: list[BackendEvent] = []
-        params = thread_params(self.config)
+        params = thread_params(self.config, cwd)
         if session_id is not None:
             await self._settled(session_id)
             warm = self._threads.take(session_id)
@@ -479,8 +484,8 @@ class CodexBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self.config, self._environ)
 
-    def resume_command(self, session_id: str) -> str:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str:
         command = shlex.join(["codex", "resume", session_id])
         if self.config.home is not None:
-            return f"CODEX_HOME={shlex.quote(str(self.config.home.expanduser()))} {command}"
-        return command
+            command = f"CODEX_HOME={shlex.quote(str(self.config.home.expanduser()))} {command}"
+        return in_directory(command, cwd)

@@ -222,13 +222,15 @@ def _merge(base: dict[str, JsonValue], over: Mapping[str, JsonValue]) -> dict[st
     return merged
 
 
-def thread_params(config: CodexConfig) -> dict[str, Any]:
+def thread_params(config: CodexConfig, cwd: Path | None = None) -> dict[str, Any]:
     """Parameters of `thread/start` and `thread/resume`. Approval and sandbox are always
-    explicit: the SDK's default approval mode starts a reviewer that makes model calls."""
+    explicit: the SDK's default approval mode starts a reviewer that makes model calls.
+    `cwd`: the context's workspace (None = workingDirectory); one app-server serves every
+    context, so the directory goes with each thread."""
     params: dict[str, Any] = {
         "approvalPolicy": config.approval_policy,
         "sandbox": config.sandbox,
-        "cwd": str(working_directory(config)),
+        "cwd": str(cwd or working_directory(config)),
     }
     optional = {
         "model": config.model,

@@ -10,6 +10,7 @@ import os
 import shlex
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 
 import anyio
 import structlog
@@ -24,6 +25,7 @@ from core.backend import (
     Progress,
     SessionBound,
     Turn,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -112,12 +114,12 @@ class CopilotBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         command = f"copilot --resume {shlex.quote(session_id)}"
         if self._config.home is not None:
             home = str(self._config.home.expanduser().resolve())
             command = f"COPILOT_HOME={shlex.quote(home)} {command}"
-        return command
+        return in_directory(command, cwd)
 
     # ----- turns -------------------------------------------------------------------------------
 
@@ -125,7 +127,7 @@ class CopilotBackend(BackendBase):
         session_id = turn.session_id or str(uuid.uuid4())
         yield SessionBound(session_id)
         try:
-            warm = await self._acquire(session_id, resume=turn.session_id is not None)
+            warm = await self._acquire(session_id, turn.cwd, resume=turn.session_id is not None)
         except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable",
@@ -183,7 +185,8 @@ class CopilotBackend(BackendBase):
             active.sent = True
         return None
 
-    async def _acquire(self, session_id: str, *, resume: bool) -> WarmSession:
+    async def _acquire(self, session_id: str, cwd: Path | None, *, resume: bool) -> WarmSession:
+        # A warm session keeps the directory it was opened in (a context keeps its workspace).
         warm = self._pool.live(session_id)
         if warm is not None:
             if warm.turn is not None:  # a turn cut short without an interrupt
@@ -192,14 +195,17 @@ class CopilotBackend(BackendBase):
             return warm
         child = await self._runtime.child()
         with anyio.CancelScope(shield=True):
-            opened = await self._open(child, session_id, resume=resume)
+            opened = await self._open(child, session_id, cwd, resume=resume)
             # Beyond maxWarm: close the least recently used idle sessions now, not later.
             await self._disconnect_all(self._pool.add(opened.session_id, opened))
         return opened
 
-    async def _open(self, child: Child, session_id: str, *, resume: bool) -> WarmSession:
-        warm = WarmSession(session_id, child, self._policy)
-        options = session_options(self._config, warm.permission)
+    async def _open(
+        self, child: Child, session_id: str, cwd: Path | None, *, resume: bool
+    ) -> WarmSession:
+        policy = self._policy if cwd is None else self._policy.at(cwd)
+        warm = WarmSession(session_id, child, policy, cwd)
+        options = session_options(self._config, warm.permission, cwd)
         client = child.client
         try:
             if resume:

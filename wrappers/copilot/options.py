@@ -7,6 +7,7 @@ resumed session gets the same options as a new one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from copilot import MCPServerConfig, PermissionRequest, ProviderConfig, SystemMessageConfig
@@ -18,11 +19,15 @@ from wrappers.copilot.permissions import Answer
 PermissionCallback = Callable[[PermissionRequest, Any], Awaitable[Answer]]
 
 
-def session_options(config: CopilotConfig, on_permission: PermissionCallback) -> dict[str, Any]:
-    """Without a permission callback the CLI silently denies every tool that needs approval."""
+def session_options(
+    config: CopilotConfig, on_permission: PermissionCallback, cwd: Path | None = None
+) -> dict[str, Any]:
+    """Without a permission callback the CLI silently denies every tool that needs approval.
+    `cwd`: the context's workspace (None = workingDirectory); one CLI child serves every
+    context, so each session is given its directory."""
     options: dict[str, Any] = {
         "on_permission_request": on_permission,
-        "working_directory": str(config.working_directory.resolve()),
+        "working_directory": str((cwd or config.working_directory).resolve()),
         # Without streaming the CLI asks the model for whole replies: no text deltas.
         "streaming": True,
     }

@@ -22,6 +22,7 @@ URLs); it is a policy, not a sandbox.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import os
 import re
@@ -94,6 +95,12 @@ class PermissionPolicy:
         self._allow = [Rule.parse(p) for p in allow]
         self._deny = [Rule.parse(p) for p in deny]
         self._allow_all = allow_all
+
+    def at(self, working_directory: Path) -> PermissionPolicy:
+        """The same rules for a session working in `working_directory` (its workspace)."""
+        policy = copy.copy(self)
+        policy._root = Path(os.path.realpath(working_directory))
+        return policy
 
     def decide(self, request: PermissionRequest) -> Decision:
         what = describe(request)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import anyio
@@ -61,6 +62,8 @@ class WarmSession:
     session_id: str
     child: Child
     policy: PermissionPolicy
+    cwd: Path | None = None
+    """The workspace the session was opened in (None: the configured workingDirectory)."""
     session: CopilotSession | None = None
     turn: ActiveTurn | None = None
     # What the caller approved with `approve_always` in this session (request_key()).

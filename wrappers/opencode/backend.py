@@ -8,6 +8,7 @@ import shlex
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -25,6 +26,7 @@ from core.backend import (
     SessionBound,
     TextContent,
     Turn,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -81,6 +83,9 @@ class OpencodeBackend(BackendBase):
         self._warm: WarmPool[str, str] = WarmPool(
             max_warm=config.max_warm, warm_idle_ms=config.warm_idle
         )
+        # The project directory of each session started here (a context's workspace, or
+        # workingDirectory): OpenCode binds a session to the directory it was made in.
+        self._directories: dict[str, str] = {}
         model = config.model.split("/", 1) if config.model else None
         self._model = (model[0], model[1]) if model else None
 
@@ -119,18 +124,19 @@ class OpencodeBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnostics.diagnose(self.config)
 
-    def resume_command(self, session_id: str) -> str:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str:
         command = f"opencode --session {shlex.quote(session_id)}"
-        if self.config.home is None:
-            return command
-        env = xdg_env(self.config.home.expanduser().resolve())
-        return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+        if self.config.home is not None:
+            env = xdg_env(self.config.home.expanduser().resolve())
+            command = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+        return in_directory(command, cwd)
 
     # ----- turns -------------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         try:
             client = await self._server.wait_ready(READY_TIMEOUT)
+            client = await self._server.client_at(client, turn.cwd)
             session_id = await self._session_for(client, turn)
         except (*_HTTP_ERRORS, BackendUnavailableError) as exc:
             yield safe_failure(
@@ -308,6 +314,7 @@ class OpencodeBackend(BackendBase):
             )
             session_id = str(session["id"])
         self._warm.add(session_id, session_id, busy=False)
+        self._directories[session_id] = client.directory
         return session_id
 
     def _evict(self) -> None:
@@ -322,6 +329,9 @@ class OpencodeBackend(BackendBase):
         client = self._server.client
         if client is None:
             return
+        directory = self._directories.pop(session_id, None)
+        if directory is not None:
+            client = client.at(directory)
         try:
             await client.delete_session(session_id)
         except _HTTP_ERRORS as exc:

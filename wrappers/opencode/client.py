@@ -7,6 +7,7 @@ the handful of routes the backend needs, each scoped to one project directory wi
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 import threading
@@ -66,6 +67,13 @@ class OpencodeClient:
 
     async def aclose(self) -> None:
         await self._http.close()
+
+    def at(self, directory: str) -> OpencodeClient:
+        """The same server, for another project directory (a context's workspace): it shares
+        this client's HTTP session, so only this one is closed."""
+        other = copy.copy(self)
+        other.directory = directory
+        return other
 
     async def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         async with self._http.request(

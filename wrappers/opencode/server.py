@@ -14,6 +14,7 @@ import secrets
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -54,6 +55,10 @@ class OpencodeServer:
         self._router = router
         self._directory = str(config.working_directory.expanduser().resolve())
         self._client: OpencodeClient | None = None
+        # Clients of the running server for other directories (contexts' workspaces), each
+        # with its own event reader in the connection's task group.
+        self._at: dict[str, OpencodeClient] = {}
+        self._tg: TaskGroup | None = None
         self._ready: anyio.Event | None = None  # created in run(): anyio needs a running loop
         self._current: _Ended | None = None
         self._stopped: anyio.Event | None = None
@@ -65,6 +70,31 @@ class OpencodeServer:
     def client(self) -> OpencodeClient | None:
         """The client of the running server, None while it (re)starts."""
         return self._client
+
+    async def client_at(self, client: OpencodeClient, directory: Path | None) -> OpencodeClient:
+        """`client` (the running server's) for `directory`: a context's workspace is a
+        project directory of its own, whose events come on a stream of their own."""
+        where = str(directory) if directory is not None else self._directory
+        if where == self._directory or client is not self._client or self._tg is None:
+            return client
+        known = self._at.get(where)
+        if known is not None:
+            return known
+        other = client.at(where)
+        await self._tg.start(self._pump_directory, other)
+        self._at[where] = other
+        return other
+
+    async def _pump_directory(
+        self, client: OpencodeClient, *, task_status: TaskStatus[None]
+    ) -> None:
+        try:
+            await self._router.pump(client, task_status=task_status)
+        except Exception as exc:  # noqa: BLE001 - that directory's turns fail through Lost
+            log.warning(
+                "opencode.directory_events_failed", directory=client.directory, error=str(exc)
+            )
+        self._at.pop(client.directory, None)
 
     async def wait_ready(self, within: float) -> OpencodeClient:
         with anyio.move_on_after(within):
@@ -136,13 +166,14 @@ class OpencodeServer:
                 # Boots the directory's instance (providers, plugins) now rather than in the
                 # first turn: 1-3 s on a 2-core machine.
                 await client.providers()
-                self._client = client
+                self._client, self._tg = client, tg
                 if self._ready is not None:
                     self._ready.set()
                 log.info("opencode.server_ready", url=url, version=self.version, pid=self.pid)
                 yield ended
             finally:
-                self._client = None
+                self._client, self._tg = None, None
+                self._at.clear()
                 self._ready = anyio.Event()
                 with anyio.CancelScope(shield=True):
                     await client.aclose()

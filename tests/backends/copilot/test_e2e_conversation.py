@@ -4,6 +4,7 @@ completions mock (offline, BYOK), Copilot state per test."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 from structlog.testing import capture_logs
@@ -90,12 +91,17 @@ async def test_an_idle_warm_session_is_closed_after_warm_idle_then_resumed(
 
 
 async def test_two_contexts_run_at_once_on_one_cli_without_crosstalk(
-    copilot_app: AppFactory, mock: OpenAIChatMock
+    copilot_app: AppFactory,
+    copilot_settings: SettingsFactory,
+    mock: OpenAIChatMock,
+    tmp_path: Path,
 ) -> None:
     # Each reply streams a word, then waits until both model calls are in flight.
     mock.reply(StallReply(before="alpha ", after="one"), when="first")
     mock.reply(StallReply(before="beta ", after="two"), when="second")
-    client = await copilot_app()
+    # A workspace per context: in the shared default two contexts take turns, one at a time.
+    workspace = {"mode": "copy", "root": str(tmp_path / "workspaces")}
+    client = await copilot_app(copilot_settings(workspace=workspace))
 
     one = await start(client, "the first one", context_id="one")
     two = await start(client, "the second one", context_id="two")

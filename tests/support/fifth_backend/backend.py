@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
+from pathlib import Path
 
 import aiohttp
 import anyio
@@ -26,6 +27,7 @@ from core.backend import (
     ToolResult,
     Turn,
     Usage,
+    in_directory,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
@@ -89,9 +91,9 @@ class FifthBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return [Diagnosis("model endpoint", True, self.config.base_url)]
 
-    def resume_command(self, session_id: str) -> str | None:
+    def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         transcript = f"{sys.executable} -m tests.support.fifth_backend.transcript"
-        return f"{transcript} {self._files.folder} --session {session_id}"
+        return in_directory(f"{transcript} {self._files.folder} --session {session_id}", cwd)
 
     # ----- turns -----------------------------------------------------------------------------
 
@@ -100,7 +102,8 @@ class FifthBackend(BackendBase):
         yield SessionBound(session.id)
         messages = [*session.messages, {"role": "user", "content": turn.text}]
         runner = shell.Shell(
-            self.config.working_directory.expanduser(), {**os.environ, **self.config.env}
+            turn.cwd or self.config.working_directory.expanduser(),
+            {**os.environ, **self.config.env},
         )
         self._shells[turn.task_id] = runner
         used = Usage(0, 0, model=self.config.model)

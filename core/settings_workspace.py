@@ -1,0 +1,69 @@
+"""The `workspace` block of the Settings model: where each context's agent works (one shared
+directory, a git worktree per context, or a private copy per context) and what becomes of
+its changes (docs/configuration.md, "Workspaces")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from core.backend.config import Block
+from core.workspaces.config import WorkspaceConfig
+
+if TYPE_CHECKING:
+    from core.settings import Settings
+
+WorkspaceMode = Literal["shared", "worktree", "copy"]
+
+
+class WorkspaceSettings(Block):
+    mode: WorkspaceMode = Field(
+        default="shared",
+        description="shared: every context works in workingDirectory, one turn at a time; "
+        "worktree: a git worktree per context on branch a2a/<context>; copy: a private copy "
+        "per context (a directory that is not a git repository)",
+    )
+    root: Path | None = Field(
+        default=None,
+        description="Where worktrees and copies are made; unset = `workspaces` in the state "
+        "directory (beside the storage file)",
+    )
+    base_ref: str = Field(
+        default="HEAD", min_length=1, description="What a new worktree's branch starts from"
+    )
+    commit_turns: bool = Field(
+        default=False,
+        description="Commit each turn's changes on the context's branch (the changes artifact "
+        "names the commit)",
+    )
+    keep_branches: bool = Field(
+        default=False,
+        description="Keep a context's branch when its expired workspace is removed",
+    )
+    max_patch_bytes: int = Field(
+        default=1024 * 1024, ge=1, description="Bytes a patch sent in a message may have"
+    )
+    max_workspaces: int = Field(
+        default=64, ge=1, description="Workspaces (worktrees or copies) that may exist at once"
+    )
+
+
+def workspace_config(settings: Settings) -> WorkspaceConfig:
+    """The workspace manager's frozen config: the block, the backend's workingDirectory as
+    the source, and the state directory for the default root and the saved patches."""
+    block = settings.workspace
+    state = settings.storage.state_directory()
+    source = getattr(settings.backend_block(), "working_directory", None)
+    return WorkspaceConfig(
+        mode=block.mode,
+        source=source.expanduser().resolve() if isinstance(source, Path) else None,
+        root=(block.root or state / "workspaces").expanduser().resolve(),
+        patches=(state / "workspace-patches").expanduser().resolve(),
+        base_ref=block.base_ref,
+        commit_turns=block.commit_turns,
+        keep_branches=block.keep_branches,
+        max_patch_bytes=block.max_patch_bytes,
+        max_workspaces=block.max_workspaces,
+    )

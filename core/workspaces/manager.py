@@ -1,0 +1,465 @@
+"""Making, diffing, patching and removing the workspace of a context (git as subprocesses).
+
+A worktree is `git worktree add -b a2a/<context> <root>/<slug> <baseRef>` of the repository
+holding workingDirectory. A copy is workingDirectory copied to `<root>/<slug>`, with a git
+directory of its own beside it (`<slug>.git`, outside the copy, so the agent never sees it)
+whose first commit is the base. Either way a workspace is diffed the same way: its state is
+written as a tree through a private index (`snapshot`), never touching the real index or
+HEAD, and two trees are compared.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import anyio
+import structlog
+
+from core.sessions.store import SessionStore, WorkspaceRecord
+from core.workspaces.config import WorkspaceConfig
+from core.workspaces.git import IDENTITY, GitError, git, toplevel
+from core.workspaces.patches import Patch
+
+log = structlog.get_logger(__name__)
+
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_CONFLICT = re.compile(
+    r"^error: (?:patch failed: (?P<failed>.+?):\d+"
+    r"|(?P<missing>.+?): (?:does not exist in (?:index|working tree)|No such file or directory)"
+    r"|(?P<exists>.+?): already exists in (?:index|working directory)"
+    r"|(?P<link>.+?): (?:affected file .+ is )?beyond a symbolic link"
+    r"|(?P<other>.+?): .+)$",
+    re.MULTILINE,
+)
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
+
+
+class WorkspaceError(Exception):
+    """The workspace cannot be made or used; `reason` is written for the caller."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Workspace:
+    record: WorkspaceRecord
+
+    @property
+    def path(self) -> Path:
+        return Path(self.record.path)
+
+    @property
+    def git_args(self) -> tuple[str, ...]:
+        """How git reaches this workspace: a worktree knows its repository, a copy's git
+        directory is named explicitly."""
+        if self.record.git_dir is not None:
+            return ("--git-dir", self.record.git_dir, "--work-tree", self.record.path)
+        return ("-C", self.record.path)
+
+    def describe(self, head: str | None = None) -> dict[str, str]:
+        """The task's `a2aWrapper.workspace` section."""
+        return {
+            "mode": self.record.mode,
+            "path": self.record.path,
+            "branch": self.record.branch,
+            "base": self.record.base,
+            "head": head or self.record.base,
+        }
+
+
+@dataclass(frozen=True)
+class FileChanged:
+    path: str
+    status: str
+    additions: int | None
+    deletions: int | None
+
+
+@dataclass(frozen=True)
+class Changes:
+    base: str
+    head: str
+    files: tuple[FileChanged, ...]
+    patch: bytes
+    commit: str | None = None
+
+
+def slug(principal: str, context_id: str) -> str:
+    """A directory name for the key: readable, unique, never a path."""
+    digest = hashlib.sha256(f"{principal}\0{context_id}".encode()).hexdigest()[:10]
+    readable = _SLUG.sub("-", context_id).strip(".-")[:48] or "context"
+    return f"{readable}-{digest}"
+
+
+class WorkspaceManager:
+    def __init__(self, config: WorkspaceConfig, store: SessionStore) -> None:
+        self.config = config
+        self._store = store
+        self._making = anyio.Lock()
+
+    # ----- the workspace of a context -----------------------------------------------------
+
+    async def ensure(self, principal: str, context_id: str) -> Workspace:
+        """The context's workspace, made now when it has none (or lost its directory)."""
+        record = await self._store.workspace(principal, context_id)
+        if record is not None and await anyio.Path(record.path).is_dir():
+            return Workspace(record)
+        async with self._making:
+            if record is not None:
+                log.warning("workspace.missing", context_id=context_id, path=record.path)
+                await self._store.delete_workspace(principal, context_id)
+            made = await self._make(principal, context_id)
+        await self._store.put_workspace(made.record)
+        log.info("workspace.created", context_id=context_id, path=made.record.path)
+        return made
+
+    async def _make(self, principal: str, context_id: str) -> Workspace:
+        config = self.config
+        count = len(await self._store.workspaces())
+        if count >= config.max_workspaces:
+            raise WorkspaceError(
+                f"This daemon already has {count} workspaces (workspace.maxWorkspaces is "
+                f"{config.max_workspaces}); wait until one expires, or raise the limit."
+            )
+        name = slug(principal, context_id)
+        path = config.root / name
+        try:
+            config.root.mkdir(parents=True, exist_ok=True)
+            if config.mode == "worktree":
+                return await self._worktree(principal, context_id, path)
+            return await self._copy(principal, context_id, path)
+        except OSError as exc:
+            await self._discard(path, config.root / f"{name}.git")
+            raise _disk_error(exc) from exc
+        except GitError as exc:
+            await self._discard(path, config.root / f"{name}.git")
+            if "No space left" in exc.stderr:
+                raise _disk_error(OSError(errno.ENOSPC, "no space")) from exc
+            log.exception("workspace.create_failed", context_id=context_id)
+            raise WorkspaceError(
+                "The daemon could not make this context's workspace "
+                f"(workspace.mode {config.mode}); the daemon log says why."
+            ) from exc
+
+    async def _worktree(self, principal: str, context_id: str, path: Path) -> Workspace:
+        repository = await toplevel(self.config.directory)
+        if repository is None:
+            raise WorkspaceError(
+                "workspace.mode is worktree, but workingDirectory is not in a git repository; "
+                "use workspace.mode copy for a plain directory."
+            )
+        base = (
+            (
+                await git(
+                    "rev-parse", "--verify", f"{self.config.base_ref}^{{commit}}", cwd=repository
+                )
+            )
+            .decode()
+            .strip()
+        )
+        branch = await self._free_branch(repository, context_id)
+        # A worktree whose folder was deleted by hand is still registered until pruned.
+        await git("worktree", "prune", cwd=repository)
+        await git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=repository)
+        # The agent works in the same folder of the worktree as workingDirectory is in the repo.
+        inner = self.config.directory.relative_to(repository)
+        record = WorkspaceRecord(
+            principal=principal,
+            context_id=context_id,
+            mode="worktree",
+            path=str(path / inner) if str(inner) != "." else str(path),
+            branch=branch,
+            base=base,
+            created_at=datetime.now(UTC),
+        )
+        return Workspace(record)
+
+    async def _free_branch(self, repository: Path, context_id: str) -> str:
+        """`a2a/<context>`, unless that is no valid branch name or is taken (a kept branch of
+        an expired workspace, another principal's context of the same id)."""
+        wanted = f"a2a/{context_id}"
+        try:
+            await git("check-ref-format", "--branch", wanted, cwd=repository)
+        except GitError:
+            wanted = f"a2a/{_SLUG.sub('-', context_id).strip('.-/') or 'context'}"
+        candidate, n = wanted, 1
+        while True:
+            try:
+                await git(
+                    "rev-parse", "--verify", "--quiet", f"refs/heads/{candidate}", cwd=repository
+                )
+            except GitError:
+                return candidate
+            n += 1
+            candidate = f"{wanted}-{n}"
+
+    async def _copy(self, principal: str, context_id: str, path: Path) -> Workspace:
+        source = self.config.directory
+        git_dir = path.with_name(path.name + ".git")
+        await anyio.to_thread.run_sync(
+            lambda: shutil.copytree(
+                source, path, symlinks=True, ignore=shutil.ignore_patterns(".git")
+            )
+        )
+        branch = f"a2a/{_SLUG.sub('-', context_id).strip('.-/') or 'context'}"
+        where = ("--git-dir", str(git_dir), "--work-tree", str(path))
+        await git(*where, "init", "-q", "-b", branch)
+        await git(*where, "add", "-A")
+        await git(
+            *IDENTITY,
+            *where,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--no-verify",
+            "-m",
+            "a2a-wrapper: the copy's base",
+        )
+        base = (await git(*where, "rev-parse", "HEAD")).decode().strip()
+        record = WorkspaceRecord(
+            principal=principal,
+            context_id=context_id,
+            mode="copy",
+            path=str(path),
+            branch=branch,
+            base=base,
+            created_at=datetime.now(UTC),
+            git_dir=str(git_dir),
+        )
+        return Workspace(record)
+
+    # ----- what changed -------------------------------------------------------------------
+
+    async def snapshot(self, workspace: Workspace) -> str:
+        """The workspace's files as a tree id (tracked and untracked, ignored ones left out),
+        written through a private index: the real index and HEAD stay as they are."""
+        where = workspace.git_args
+        await anyio.Path(self.config.root).mkdir(parents=True, exist_ok=True)
+        index = self.config.root / f".index-{uuid.uuid4().hex}"
+        try:
+            real = Path(
+                (await git(*where, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+                .decode()
+                .strip()
+            )
+            has_index = await anyio.Path(real).is_file()
+            if has_index:
+                # Its stat data spares git rehashing every unchanged file. copy2 keeps its
+                # mtime, which git's racy-clean check compares with the files' (a file
+                # rewritten in the second the index was written, at the same size, would
+                # otherwise pass for unchanged).
+                shutil.copy2(real, index)
+            env = {"GIT_INDEX_FILE": str(index)}
+            if not has_index:
+                await git(*where, "read-tree", "HEAD", env=env)
+            await git(*where, "add", "-A", env=env)
+            return (await git(*where, "write-tree", env=env)).decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
+
+    async def tree_of(self, workspace: Workspace, revision: str) -> str:
+        return (
+            (await git(*workspace.git_args, "rev-parse", f"{revision}^{{tree}}")).decode().strip()
+        )
+
+    async def head(self, workspace: Workspace) -> str:
+        return (await git(*workspace.git_args, "rev-parse", "HEAD")).decode().strip()
+
+    async def changes(self, workspace: Workspace, before: str, after: str) -> Changes | None:
+        """What changed from tree `before` to tree `after`, None when nothing did."""
+        if before == after:
+            return None
+        where = workspace.git_args
+        diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames")
+        patch = await git(*where, *diff, "--binary", before, after)
+        numstat = (await git(*where, *diff, "--numstat", "-z", before, after)).split(b"\0")
+        statuses = (await git(*where, *diff, "--name-status", "-z", before, after)).split(b"\0")
+        counts: dict[str, tuple[int | None, int | None]] = {}
+        for entry in numstat:
+            if not entry:
+                continue
+            added, deleted, name = entry.decode("utf-8", "replace").split("\t", 2)
+            counts[name] = (_count(added), _count(deleted))
+        files = []
+        for status, raw in zip(statuses[::2], statuses[1::2], strict=False):
+            path = raw.decode("utf-8", "replace")
+            additions, deletions = counts.get(path, (None, None))
+            files.append(
+                FileChanged(
+                    path, _STATUS.get(status.decode()[:1], "modified"), additions, deletions
+                )
+            )
+        return Changes(workspace.record.base, await self.head(workspace), tuple(files), patch)
+
+    async def commit(self, workspace: Workspace, message: str) -> str:
+        """Commit everything in the workspace on its branch (workspace.commitTurns)."""
+        where = workspace.git_args
+        await git(*where, "add", "-A")
+        await git(*IDENTITY, *where, "commit", "-q", "--no-verify", "-m", message)
+        return await self.head(workspace)
+
+    # ----- a caller's patch ---------------------------------------------------------------
+
+    async def apply(self, workspace: Workspace, patch: Patch) -> None:
+        """Apply `patch` all or nothing: WorkspaceError naming the files when it does not
+        apply (or would write through a symbolic link), the workspace untouched."""
+        # Patch paths are relative to the work tree's top (a worktree's agent may work in a
+        # sub-folder of it, as workingDirectory is in its repository).
+        shown = await git(*workspace.git_args, "rev-parse", "--show-toplevel")
+        top = Path(shown.decode().strip())
+        linked = [p for p in patch.paths if _through_link(top, p)]
+        if linked:
+            raise WorkspaceError(
+                "The patch was refused: it writes through a symbolic link ("
+                + ", ".join(linked)
+                + "); nothing was changed."
+            )
+        apply = ("apply", "--whitespace=nowarn")
+        try:
+            await git(
+                *apply,
+                "--check",
+                "-",
+                cwd=top,
+                stdin=patch.data,
+                env=_git_env(workspace),
+            )
+        except GitError as exc:
+            conflicts = _conflicting(exc.stderr) or list(patch.paths)
+            raise WorkspaceError(
+                "The patch does not apply to this context's workspace (conflicts in "
+                + ", ".join(conflicts)
+                + "); nothing was changed."
+            ) from exc
+        await git(*apply, "-", cwd=top, stdin=patch.data, env=_git_env(workspace))
+
+    # ----- expiry and listing -------------------------------------------------------------
+
+    async def remove(self, principal: str, context_id: str) -> Path | None:
+        """Remove the context's workspace (and its branch unless keepBranches), first saving
+        what it holds beyond the base (beyond HEAD when the branch is kept) as a patch in the
+        state directory; returns that patch's path, None when nothing needed saving."""
+        record = await self._store.workspace(principal, context_id)
+        if record is None:
+            return None
+        workspace = Workspace(record)
+        saved = None
+        if workspace.path.is_dir():
+            try:
+                saved = await self._save(workspace)
+            except (GitError, OSError):
+                log.exception("workspace.save_failed", context_id=context_id)
+                return None  # keep it: removing it would lose what could not be saved
+            await self._delete(workspace)
+        await self._store.delete_workspace(principal, context_id)
+        log.info("workspace.removed", context_id=context_id, saved=str(saved) if saved else None)
+        return saved
+
+    async def _save(self, workspace: Workspace) -> Path | None:
+        tree = await self.snapshot(workspace)
+        # A kept branch keeps the turns committed on it; a removed one takes them along, so
+        # the patch then holds everything since the base.
+        since = "HEAD" if self.config.keep_branches else workspace.record.base
+        patch = await git(
+            *workspace.git_args, "diff", "--binary", "--no-color", "--no-ext-diff", since, tree
+        )
+        if not patch:
+            return None
+        self.config.patches.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = (
+            self.config.patches
+            / f"{slug(workspace.record.principal, workspace.record.context_id)}-{stamp}.patch"
+        )
+        target.write_bytes(patch)
+        return target
+
+    async def _delete(self, workspace: Workspace) -> None:
+        record = workspace.record
+        if record.git_dir is None:
+            repository = await toplevel(self.config.directory)
+            worktree = (
+                (await git("-C", record.path, "rev-parse", "--show-toplevel")).decode().strip()
+            )
+            if repository is not None:
+                await git("worktree", "remove", "--force", worktree, cwd=repository)
+                if not self.config.keep_branches:
+                    await git("branch", "-D", "-q", record.branch, cwd=repository)
+            return
+        await self._discard(Path(record.path), Path(record.git_dir))
+
+    async def _discard(self, *paths: Path) -> None:
+        for path in paths:
+            await anyio.to_thread.run_sync(partial(shutil.rmtree, path, ignore_errors=True))
+
+    async def listing(self) -> list[tuple[WorkspaceRecord, int]]:
+        """Every workspace with its size in bytes (what `a2a-wrapper workspaces` prints)."""
+        return [
+            (r, await anyio.to_thread.run_sync(_size, Path(r.path)))
+            for r in await self._store.workspaces()
+        ]
+
+
+def _git_env(workspace: Workspace) -> dict[str, str]:
+    """`git apply` in the workspace folder: a copy's git directory is named by environment."""
+    record = workspace.record
+    if record.git_dir is None:
+        return {}
+    return {"GIT_DIR": record.git_dir, "GIT_WORK_TREE": record.path}
+
+
+def _through_link(root: Path, path: str) -> bool:
+    """Whether `path` (relative to `root`) passes through a symbolic link, or is one."""
+    current = root
+    for part in Path(path).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def _conflicting(stderr: str) -> list[str]:
+    names = []
+    for match in _CONFLICT.finditer(stderr):
+        name = next((g for g in match.groups() if g), None)
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def _count(text: str) -> int | None:
+    return None if text == "-" else int(text)  # "-": a binary file
+
+
+def _disk_error(exc: OSError) -> WorkspaceError:
+    if exc.errno == errno.ENOSPC:
+        return WorkspaceError(
+            "The disk holding workspace.root is full, so this context's workspace could not "
+            "be made; free some space and send the message again."
+        )
+    log.error("workspace.create_failed", error=str(exc))
+    return WorkspaceError(
+        "The daemon could not make this context's workspace; the daemon log says why."
+    )
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(folder) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
