@@ -1,8 +1,10 @@
-"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`).
+"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `apply`).
 
 Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
 an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
-interrupted (remote tasks go on; re-run the same job to pick them up).
+interrupted (remote tasks go on; re-run the same job to pick them up). `apply --job ID
+[--to DIR]`: 0 applied (or nothing to apply), 1 refused (a conflict; nothing changed), 2 no
+such job.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import anyio
 
+from examples.crew.changes import ApplyError, apply_patch, job_patch
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
 from examples.crew.ledger import Ledger
@@ -58,7 +61,33 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("plan", type=Path)
     report.add_argument("--job", required=True)
     report.add_argument("--ledger", type=Path, default=None)
+    apply = commands.add_parser(
+        "apply", help="apply a job's combined patch to a checkout (all of it, or nothing)"
+    )
+    apply.add_argument("--job", required=True)
+    apply.add_argument("--to", type=Path, default=Path(), help="the checkout (default: here)")
+    apply.add_argument("--ledger", type=Path, default=None)
     return parser
+
+
+def _apply(args: argparse.Namespace) -> int:
+    ledger = Ledger(args.ledger or default_ledger())
+    try:
+        if ledger.job(args.job) is None:
+            raise JobError(f"no job {args.job!r} in {ledger.path}")
+        patch = job_patch(ledger, args.job)
+    finally:
+        ledger.close()
+    if not patch:
+        print(f"crew: job {args.job!r} changed no files; nothing to apply", file=sys.stderr)
+        return 0
+    try:
+        files = apply_patch(patch, args.to)
+    except ApplyError as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 1
+    print(f"applied job {args.job}'s changes to {args.to.resolve()}: {', '.join(files)}")
+    return 0
 
 
 def _answers(pairs: list[str]) -> dict[str, str]:
@@ -123,6 +152,8 @@ async def _check(plan: Plan) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "apply":
+            return _apply(args)
         plan = load_plan(args.plan)
         if args.command == "check":
             return anyio.run(_check, plan)

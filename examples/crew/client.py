@@ -42,6 +42,7 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict, ParseError
 from packaging.version import InvalidVersion, Version
 
+from examples.crew.changes import PATCH_MEDIA_TYPE, is_patch_media
 from examples.crew.output import ArtifactView, PartView
 from examples.crew.plan import AgentSpec
 
@@ -124,7 +125,11 @@ def _part(part: Part) -> PartView:
         return PartView(data=MessageToDict(part.data), media_type=media)
     if kind == "url":
         return PartView(url=part.url, filename=part.filename or None, media_type=media)
-    return PartView(filename=part.filename or None, media_type=media, size=len(part.raw))
+    # A patch (the `changes` artifact's file part) is kept as text: later steps apply it.
+    content = part.raw.decode("utf-8", "replace") if is_patch_media(media) else None
+    return PartView(
+        filename=part.filename or None, media_type=media, size=len(part.raw), content=content
+    )
 
 
 def to_remote(task: Task) -> RemoteTask:
@@ -292,16 +297,22 @@ class AgentLink:
         context_id: str,
         task_id: str | None = None,
         reference_task_ids: Sequence[str] = (),
+        patches: Sequence[str] = (),
     ) -> AsyncIterator[Update]:
         """Send a message (a new task, or the answer to an input-required one) and yield what
         happens to its task until it ends or needs input. The first update carries the task
-        id. Streams when the agent can, else returns at once and polls."""
+        id. Streams when the agent can, else returns at once and polls. `patches` go as file
+        parts (`text/x-diff`), which an a2a-wrapper daemon applies to the workspace first."""
+        files = [
+            Part(raw=p.encode(), filename=f"{i + 1}.patch", media_type=PATCH_MEDIA_TYPE)
+            for i, p in enumerate(patches)
+        ]
         message = Message(
             role=Role.ROLE_USER,
             message_id=message_id,
             context_id=context_id,
             task_id=task_id or "",
-            parts=[Part(text=text)],
+            parts=[Part(text=text), *files],
             reference_task_ids=list(reference_task_ids),
         )
         request = SendMessageRequest(

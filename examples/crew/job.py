@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import anyio
 
+from examples.crew.changes import save_job_patch
 from examples.crew.client import AgentError, AgentLink
 from examples.crew.events import Asker, Observer
 from examples.crew.ledger import JobRow, Ledger
@@ -125,6 +126,7 @@ async def run_job(
         outcome = await crew.run()
     finally:
         await close(links)
+    save_job_patch(ledger, job_id)
     final = ledger.job(job_id) or job
     report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
     return JobResult(outcome, report)

@@ -1,8 +1,9 @@
 """The ledger: what a job has done, in SQLite, so a job can be resumed after any crash.
 
-Three tables: `jobs` (one row per job: plan digest, input, contextId), `steps` (one row per job
+Four tables: `jobs` (one row per job: plan digest, input, contextId), `steps` (one row per job
 and step: state, rounds) and `runs` (one row per remote task a step sent: agent, messageId,
-contextId, taskId, state, artifacts, usage). A run row is written *before* its message is sent
+contextId, taskId, state, artifacts, usage), plus `sent_changes` (which patches a run's message
+carried, see examples/crew/changes.py). A run row is written *before* its message is sent
 (state `sending`), and its taskId the moment the agent reports it, so a re-run of the job knows
 every remote task it started: finished ones are not redone, running ones are followed, and a
 message whose task id never came back is looked up by its messageId before it is sent again.
@@ -65,6 +66,13 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
     PRIMARY KEY (job_id, step_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS sent_changes (
+    job_id  TEXT NOT NULL,
+    step_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    source  TEXT NOT NULL,
+    PRIMARY KEY (job_id, step_id, attempt, source)
 );
 """
 
@@ -286,3 +294,23 @@ class Ledger:
                 (*encoded.values(), run.job_id, run.step_id, run.attempt),
             )
         return self.run(run.job_id, run.step_id, run.attempt)
+
+    # ----- patches sent on (applyChanges) --------------------------------------------------------
+
+    def mark_sent(self, run: RunRow, sources: list[str]) -> None:
+        """Record, before the message goes out, which patches (`<step>:<attempt>` of the runs
+        that made them) it carries."""
+        with self._tx() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO sent_changes VALUES (?, ?, ?, ?)",
+                [(run.job_id, run.step_id, run.attempt, s) for s in sources],
+            )
+
+    def sent(self, job_id: str) -> dict[tuple[str, int], set[str]]:
+        """Per run (step, attempt): the patches its message carried."""
+        found: dict[tuple[str, int], set[str]] = {}
+        for row in self._db.execute(
+            "SELECT step_id, attempt, source FROM sent_changes WHERE job_id = ?", (job_id,)
+        ):
+            found.setdefault((row["step_id"], row["attempt"]), set()).add(row["source"])
+        return found

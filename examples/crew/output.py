@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 
+from examples.crew.changes import CHANGES_ARTIFACT
 from examples.crew.template import Output
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n\s*```", re.S)
@@ -28,6 +29,7 @@ class PartView:
     filename: str | None = None
     media_type: str | None = None
     size: int | None = None
+    content: str | None = None  # the text of a patch file part (see client._part)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -61,7 +63,10 @@ def parse_json_text(text: str) -> Any:
 
 
 def to_output(artifacts: list[ArtifactView]) -> Output:
-    """Text: every text part, in order. Data: the last data part, else the text as JSON."""
+    """Text: every text part, in order. Data: the last data part, else the text as JSON. The
+    `changes` artifact (what the agent edited) is not the answer: it is read apart, by
+    examples.crew.changes."""
+    artifacts = [a for a in artifacts if a.name != CHANGES_ARTIFACT]
     texts = [p.text for a in artifacts for p in a.parts if p.text is not None]
     datas = [p.data for a in artifacts for p in a.parts if p.data is not None]
     text = "\n".join(texts)

@@ -10,7 +10,7 @@
                  "dependsOn": [], "deadline": "10m", "retries": 1, "onFailure": "abort",
                  "schema": {...JSON Schema of the artifact...},
                  "repeatUntil": {"step": "review", "field": "verdict", "equals": "approve"},
-                 "maxRounds": 3, "revises": "write"}]
+                 "maxRounds": 3, "revises": "write", "applyChanges": ["write"]}]
     }
 
 `${VAR}` / `${VAR:-default}` are substituted in the `agents` block only (prompts are left as
@@ -129,6 +129,10 @@ class StepSpec(Model):
     revises: StepId | None = Field(
         default=None,
         description="This step's output supersedes that step's output in later prompts",
+    )
+    apply_changes: list[StepId] = Field(
+        default_factory=list,
+        description="Steps whose patches (and their revisions') go with this step's message",
     )
 
 
@@ -265,6 +269,11 @@ def _check_references(plan: Plan, step: StepSpec, order: list[str]) -> None:
     ancestors = plan.ancestors(step.id)
     if step.revises is not None and step.revises not in ancestors:
         raise ValueError(f"{where}: revises {step.revises!r}, which is not among its dependencies")
+    for source in step.apply_changes:
+        if source not in ancestors:
+            raise ValueError(
+                f"{where}: applyChanges names {source!r}, which is not among its dependencies"
+            )
     for ref in refs:
         if isinstance(ref, StepRef) and ref.step not in ancestors:
             raise ValueError(

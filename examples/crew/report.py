@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from examples.crew.changes import PATCH_FILE, combine, job_changes, job_dir, summary
 from examples.crew.ledger import JobRow, Ledger, RunRow, StepRow
 from examples.crew.plan import Plan, StepSpec
 
@@ -42,13 +43,37 @@ def _cell(text: object) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _fence(text: str) -> str:
+def _fence(text: str, lang: str = "text") -> str:
     ticks = "```"
     while ticks in text:
         ticks += "`"
     if len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + f"\n… ({len(text) - MAX_RESULT_CHARS} more characters)"
-    return f"{ticks}text\n{text}\n{ticks}"
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _changes(ledger: Ledger, job: JobRow, runs: list[RunRow]) -> list[str]:
+    """The job's combined patch: which turns made it, what it changes, where it is saved."""
+    made = job_changes(runs)
+    if not made:
+        return []
+    saved = job_dir(ledger, job.job_id) / PATCH_FILE
+    out = ["", "## Changes", ""]
+    out += [
+        f"- {c.step_id} round {c.round} ({c.agent}): "
+        + ", ".join(f"{f.path} {f.status}" for f in c.files)
+        for c in made
+    ]
+    out += ["", summary(made), ""]
+    if saved.is_file():
+        out.append(f"The combined patch is saved as `{saved}`.")
+    out += [
+        f"Apply it to your checkout with `python -m examples.crew apply --job {job.job_id}`"
+        f" (`--ledger {ledger.path}`, `--to DIR`); it refuses if any of it conflicts.",
+        "",
+        _fence(combine(made), "diff"),
+    ]
+    return out
 
 
 def _usage(runs: list[RunRow]) -> tuple[int, int, float]:
@@ -155,6 +180,7 @@ def build_report(
             f"| {run.step_id} | {run.round} | {run.attempt} | {run.agent} | "
             f"`{run.task_id or '-'}` | {run.state} | {_cell((run.detail or '')[:160])} |"
         )
+    out += _changes(ledger, job, runs)
     tin, tout, cost = _usage(runs)
     out += [
         "",

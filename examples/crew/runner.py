@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NoReturn, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 
+from examples.crew.changes import summaries, to_send
 from examples.crew.client import (
     INTERRUPTED,
     TERMINAL,
@@ -44,6 +45,7 @@ from examples.crew.plan import Plan, StepSpec
 from examples.crew.template import Output, TemplateError, render
 
 T = TypeVar("T")
+Send = tuple[str, str, tuple[str, ...]]  # text, messageId, patches (applyChanges)
 CANCEL_TIMEOUT = 10.0
 # Step states that end a step without an output: steps that wait for it cannot run.
 UNFINISHED_FOR_GOOD = frozenset({"failed", "skipped", "canceled", "needs-input"})
@@ -299,13 +301,16 @@ class Crew:
 
     async def _attempt(self, spec: StepSpec, run: RunRow, hint: str, owner: StepSpec) -> Output:
         link = self.links[spec.agent]
+        runs = self.ledger.runs(self.job_id)
+        made = summaries(self.plan, runs, self._outputs)
+        outputs = {k: replace(v, changes=made[k]) for k, v in self._outputs.items()}
         try:
             prompt = render(
                 spec.prompt,
                 job_input=self.job_input,
                 job_id=self.job_id,
                 round_=run.round,
-                outputs=self._outputs,
+                outputs=outputs,
             )
         except TemplateError as exc:
             raise AttemptFailedError(f"prompt: {exc}", retryable=False) from exc
@@ -327,7 +332,11 @@ class Crew:
             run = self.ledger.update_run(run, via=via)
         budget = min(spec.deadline / 1000 if spec.deadline is not None else math.inf, self._left())
         used = 0.0
-        send: tuple[str, str] | None = None if run.task_id else (prompt, run.message_id)
+        send: Send | None = None
+        if not run.task_id:
+            patches = to_send(self.plan, spec, run, runs, self.ledger.sent(self.job_id))
+            self.ledger.mark_sent(run, [c.source for c in patches])
+            send = (prompt, run.message_id, tuple(c.patch for c in patches))
         try:
             while True:
                 started = self.clock()
@@ -340,7 +349,7 @@ class Crew:
                     return self._finish(spec, run, task)
                 answer = await self._ask(spec, link, task)
                 run = self.ledger.update_run(run, answers=run.answers + 1)
-                send = (answer, f"{run.message_id}:answer:{run.answers}")
+                send = (answer, f"{run.message_id}:answer:{run.answers}", ())
         except anyio.get_cancelled_exc_class():
             if self._aborting is not None and self._scopes[owner.id].cancel_called:
                 with anyio.CancelScope(shield=True):
@@ -351,7 +360,7 @@ class Crew:
         self,
         link: AgentLink,
         run: RunRow,
-        send: tuple[str, str] | None,
+        send: Send | None,
         spec: StepSpec,
         refs: list[str],
     ) -> tuple[RemoteTask, RunRow]:
@@ -368,13 +377,14 @@ class Crew:
                 await anyio.sleep(min(0.5 * rounds, 5.0))  # the stream ended early: back off
             rounds += 1
             if send is not None:
-                text, message_id = send
+                text, message_id, patches = send
                 events = link.send(
                     text,
                     message_id=message_id,
                     context_id=run.context_id,
                     task_id=run.task_id,
                     reference_task_ids=refs if run.task_id is None else (),
+                    patches=patches,
                 )
                 send = None
             elif run.task_id is not None:

@@ -4,6 +4,8 @@
     {{steps.write.text}}          the text parts of its artifacts
     {{steps.review.data}}         its JSON (a data part, or the text parsed as JSON)
     {{steps.review.data.notes}}   one field of that JSON (dotted path; list indexes are numbers)
+    {{steps.write.changes}}       the files its agent changed (status, +/- lines), over the
+                                  step and its revisions (examples/crew/changes.py)
 
 Rendering is one pass over the template: text that comes out of an agent is never scanned for
 placeholders again. Every step output is inserted as a quoted block that says where it came
@@ -22,7 +24,7 @@ from typing import Any
 
 PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _STEP_REF = re.compile(
-    r"^steps\.([A-Za-z][A-Za-z0-9_-]*)(?:\.(text|data)((?:\.[A-Za-z0-9_-]+)*))?$"
+    r"^steps\.([A-Za-z][A-Za-z0-9_-]*)(?:\.(text|data|changes)((?:\.[A-Za-z0-9_-]+)*))?$"
 )
 PLAIN = frozenset({"input", "round", "job.id"})
 
@@ -46,6 +48,7 @@ class Output:
 
     text: str
     data: Any = None
+    changes: str = "(no changes)"  # the summary of the step's change chain
 
 
 def parse_ref(expression: str) -> StepRef | str:
@@ -56,9 +59,11 @@ def parse_ref(expression: str) -> StepRef | str:
     if match is None:
         raise TemplateError(
             f"unknown placeholder {{{{{expression}}}}} (use input, round, job.id or "
-            "steps.<id>[.text|.data[.field...]])"
+            "steps.<id>[.text|.changes|.data[.field...]])"
         )
     step, view, path = match.groups()
+    if view == "changes" and path:
+        raise TemplateError(f"{{{{{expression}}}}}: .changes takes no field")
     return StepRef(step, view, tuple(p for p in (path or "").split(".") if p))
 
 
@@ -120,6 +125,8 @@ def render(
         where = f"the output of step {ref.step!r}"
         if ref.view == "text":
             content = out.text
+        elif ref.view == "changes":
+            content = out.changes
         elif ref.view == "data":
             if out.data is None:
                 raise TemplateError(f"{where} is not JSON")

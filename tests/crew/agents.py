@@ -11,6 +11,10 @@ The first line of the prompt says what to do (the rest is context, e.g. earlier 
   `ask: Q`            need input, asking Q; the answer to it is echoed back (`answered: ...`)
   `block`             wait until `release()` (or an interrupt); `started` fires when it waits
   `meet: N`           wait until N turns are inside `meet` at once (a barrier; 10 s at most)
+  `write: P=T`        write T (`\\n` for a newline) to file P in the turn's directory
+  `read: P`           answer with file P's text from the turn's directory (`(no P)` if none)
+  `pytest`            run pytest for real in the turn's directory; answer
+                      {"result": "pass"|"fail", "failures": [...]} from what it printed
   anything else       echoed back
 Every turn records its run interval (`intervals`, on `anyio.current_time()`), so tests can
 assert what overlapped without timing anything.
@@ -19,6 +23,8 @@ assert what overlapped without timing anything.
 from __future__ import annotations
 
 import json
+import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -156,6 +162,15 @@ class CrewBackend:
                 self.rendezvous.enter()
                 met = await self.rendezvous.wait_for(int(arg))
                 yield Text("met" if met else "alone")
+            case "write":
+                name, _, text = arg.partition("=")
+                await anyio.Path(_cwd(turn) / name).write_text(text.replace("\\n", "\n"))
+                yield Text(f"wrote {name}")
+            case "read":
+                path = anyio.Path(_cwd(turn) / arg)
+                yield Text(await path.read_text() if await path.exists() else f"(no {arg})")
+            case "pytest":
+                yield Text(json.dumps(await _pytest(_cwd(turn))))
             case _:
                 yield Text(turn.text)
 
@@ -173,6 +188,25 @@ class CrewBackend:
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return None
+
+
+def _cwd(turn: Turn) -> Path:
+    if turn.cwd is None:
+        raise RuntimeError("this turn has no directory (the daemon has no workspaces)")
+    return turn.cwd
+
+
+async def _pytest(cwd: Path) -> dict[str, Any]:
+    """Run the suite in `cwd` as a tester would, and read its verdict from pytest's output."""
+    done = await anyio.run_process(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+        cwd=cwd,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        check=False,
+    )
+    out = done.stdout.decode(errors="replace")
+    failures = [line for line in out.splitlines() if line.startswith(("FAILED", "ERROR"))]
+    return {"result": "pass" if done.returncode == 0 else "fail", "failures": failures}
 
 
 class RoleBackend(CrewBackend):
