@@ -59,7 +59,8 @@ clean:
 # examples/crew: `make crew PLAN=examples/crew/crew.json INPUT="..." [JOB=id]` runs (or resumes) a
 # job against running agents; `make crew-demo` starts the mock models and four daemons with
 # different real backends on 127.0.0.1, runs the write -> review -> revise plan, prints the
-# report and stops everything it started (CREW_DEMO_ARGS=--scripted: scripted stand-ins).
+# report and stops everything it started (CREW_DEMO_ARGS=--scripted: scripted stand-ins); then,
+# without CREW_DEMO_ARGS, fix-until-green: Codex and OpenCode in worktrees of their own, `apply`.
 PLAN ?= examples/crew/crew.json
 INPUT ?=
 JOB ?=
@@ -70,3 +71,4 @@ crew: $(STAMP)
 
 crew-demo: $(STAMP) $(TOOLS_STAMP)
 	$(BIN)/python -m examples.crew.demo $(CREW_DEMO_ARGS)
+	$(if $(CREW_DEMO_ARGS),,$(BIN)/python -m examples.crew.demo --fix-until-green)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -26,7 +27,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -74,11 +75,16 @@ class Manifest:
     agents: list[DemoAgent]
     models: dict[str, str]  # kind -> environment variable that receives its URL
     scripts: dict[str, list[Script]]
+    turns: dict[str, list[list[dict[str, str]]]] = field(default_factory=dict)
+    judges: frozenset[str] = frozenset()  # mock kinds that judge pytest output
+    project: dict[str, str] | None = None  # a git project's files: each agent gets a clone
+    tokens: tuple[str, ...] = ()  # environment variables that get a fresh bearer token
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         doc = json.loads(path.read_text())
         base = path.parent
+        models = doc.get("models", {})
         return cls(
             plan=(base / doc["plan"]).resolve(),
             input=doc["input"],
@@ -89,8 +95,12 @@ class Manifest:
             models={kind: m["urlEnv"] for kind, m in doc.get("models", {}).items()},
             scripts={
                 kind: [Script(s["match"], s["reply"]) for s in m.get("answers", [])]
-                for kind, m in doc.get("models", {}).items()
+                for kind, m in models.items()
             },
+            turns={kind: m["turns"] for kind, m in models.items() if "turns" in m},
+            judges=frozenset(k for k, m in models.items() if m.get("judge") == "pytest"),
+            project=dict(doc["project"]) if "project" in doc else None,
+            tokens=tuple(doc.get("tokens", [])),
         )
 
 
@@ -194,9 +204,14 @@ def problems(plan: Plan, outcome: JobOutcome, ledger: Ledger, agents: list[DemoA
 async def run_demo(manifest: Manifest, work: Path) -> int:
     for name in ("state", "home", "work", "logs"):
         (work / name).mkdir(parents=True, exist_ok=True)
+    origin = work / "project"
+    if manifest.project is not None:
+        make_project(manifest.project, origin)
     for agent in manifest.agents:
         (work / "work" / agent.name).mkdir(exist_ok=True)
         (work / "home" / agent.name).mkdir(exist_ok=True)
+        if manifest.project is not None:  # as on machines of their own: a clone each
+            _git(work, "clone", "-q", str(origin), str(work / "work" / agent.name))
     env = {
         **os.environ,
         "CREW_DEMO_STATE": str(work / "state"),
@@ -205,11 +220,16 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
         "CREW_DEMO_REPO": str(REPO),
         "PYTHONUNBUFFERED": "1",
     }
+    for name in manifest.tokens:  # the daemons require them, the plan's tokenEnv sends them
+        env[name] = secrets.token_hex(16)
     async with running(list(manifest.models)) as models:
         for kind, model in models.items():
             env[manifest.models[kind]] = model.url
             for script in manifest.scripts.get(kind, []):
                 model.answer(script)
+            model.play(_with_python(manifest.turns.get(kind, [])))
+            if kind in manifest.judges:
+                model.judge_pytest()
             print(f"demo: mock model {kind} at {model.url}", file=sys.stderr)
         async with daemons(manifest.agents, env, work / "logs"):
             plan = load_plan(manifest.plan, env)
@@ -222,10 +242,13 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
                     manifest.input,
                     asker=NobodyAsker(),
                     observer=LineView(),
+                    environ=env,
                 )
                 wrong = problems(plan, result.outcome, ledger, manifest.agents)
             finally:
                 ledger.close()
+    if manifest.project is not None and not wrong:
+        wrong += await check_apply(origin, work, ledger.path)
     print(result.report, end="")
     for problem in wrong:
         print(f"demo: FAIL {problem}", file=sys.stderr)
@@ -234,13 +257,73 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
     return 1 if wrong else 0
 
 
+# ----- a project the agents work on (fix-until-green) -------------------------------------------
+
+IDENTITY = ("-c", "user.name=crew-demo", "-c", "user.email=crew-demo@localhost")
+
+
+def _git(cwd: Path, *argv: str) -> None:
+    done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell
+        ["git", *IDENTITY, *argv],  # noqa: S607 - git from PATH
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise DemoError(f"git {' '.join(argv)}: {done.stderr.strip()}")
+
+
+def make_project(files: Mapping[str, str], origin: Path) -> None:
+    """A git repository of the project's files, one commit on branch main."""
+    for name, text in files.items():
+        path = origin / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    _git(origin, "init", "-q", "-b", "main")
+    _git(origin, "add", "-A")
+    _git(origin, "commit", "-q", "-m", "the project before the crew")
+
+
+def _with_python(turns: list[list[dict[str, str]]]) -> list[list[dict[str, str]]]:
+    """`${PYTHON}` in a scripted step is this interpreter (the one that has pytest)."""
+    return [
+        [{k: v.replace("${PYTHON}", sys.executable) for k, v in s.items()} for s in t]
+        for t in turns
+    ]
+
+
+async def check_apply(origin: Path, work: Path, ledger: Path) -> list[str]:
+    """`apply` the job's combined patch to a fresh clone, as a person would, and run the
+    project's tests there."""
+    scratch = work / "scratch"
+    _git(work, "clone", "-q", str(origin), str(scratch))
+    argv = ["-m", "examples.crew", "apply", "--job", "crew-demo", "--ledger", str(ledger)]
+    for what, command, cwd in (
+        ("apply", [*argv, "--to", str(scratch)], REPO),
+        ("pytest after apply", ["-m", "pytest", "-q", "-p", "no:cacheprovider"], scratch),
+    ):
+        done = await anyio.run_process([sys.executable, *command], cwd=cwd, check=False)
+        output = (done.stdout + done.stderr).decode(errors="replace").strip()
+        print(f"demo: {what} in {scratch}: exit {done.returncode}\n{output}", file=sys.stderr)
+        if done.returncode != 0:
+            return [f"{what} in the scratch checkout: exit {done.returncode}"]
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.crew.demo", description=__doc__)
     parser.add_argument("--scripted", action="store_true", help="scripted stand-in agents")
+    parser.add_argument(
+        "--fix-until-green",
+        action="store_true",
+        help="fix-until-green.json: Codex and OpenCode, each in worktrees of its own",
+    )
     parser.add_argument("--manifest", type=Path, help="another demo manifest")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
-    default = HERE / "demo" / ("scripted.json" if args.scripted else "demo.json")
+    name = "scripted" if args.scripted else "fix-until-green" if args.fix_until_green else "demo"
+    default = HERE / "demo" / f"{name}.json"
     manifest = Manifest.load(args.manifest or default)
     work = Path(tempfile.mkdtemp(prefix="crew-demo-"))
     try:

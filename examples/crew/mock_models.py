@@ -9,7 +9,9 @@ them, so the crew itself never depends on test code.
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator
+import json
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +43,33 @@ class MockModel:
                 return value
         raise MockModelError(f"mock {self.kind}: no url on {type(self._server).__name__}")
 
+    def play(self, turns: Sequence[Sequence[Mapping[str, str]]]) -> None:
+        """Script whole agent turns, in order, as neutral steps (tests/support/mock_models/
+        steps.py), each rendered in the mock's own wire format: `{"shell": CMD}` calls the
+        agent's shell tool (the agent really runs CMD in its directory), `{"write": PATH,
+        "content": TEXT}` its file tool, `{"say": TEXT}` answers. A turn ends with the mock's
+        own answer (or the pytest verdict, see `judge_pytest`) once its steps are used up."""
+        steps = importlib.import_module("tests.support.mock_models.steps")
+        made = []
+        for turn in turns:
+            made.append([_step(steps, item) for item in turn])
+        self._server.turns.add(*made)
+
+    def judge_pytest(self) -> None:
+        """After a shell tool result that is pytest's output, answer what a tester would:
+        `{"result": "pass"|"fail", "failures": [...]}`, read from that output (so the verdict
+        is the real test run's, not a scripted one). Chat mock only."""
+        if self.kind != "openai-chat":
+            raise MockModelError(f"mock {self.kind}: cannot judge pytest output")
+        module = self._module
+
+        def verdict(request: Any) -> Any:
+            outputs = request.tool_outputs() if request.ends_with_tool_output else []
+            found = pytest_verdict(outputs[-1]) if outputs else None
+            return None if found is None else module.TextReply(json.dumps(found))
+
+        self._server.reply(verdict)
+
     def answer(self, script: Script) -> None:
         """Script one answer, in the mock's own terms."""
         pattern = _literal(script.match)
@@ -53,6 +82,32 @@ class MockModel:
             self._server.script(self._module.Reply.of_text(script.text))
         else:
             raise MockModelError(f"mock {self.kind}: cannot script answers")
+
+
+_SUMMARY = re.compile(r"\b(\d+) (passed|failed|errors?)\b")
+
+
+def pytest_verdict(output: str) -> dict[str, Any] | None:
+    """A tester's verdict from pytest's output (None when it is not pytest's)."""
+    counts = {kind: int(n) for n, kind in _SUMMARY.findall(output)}
+    if not counts and "no tests ran" not in output:
+        return None
+    failures = [
+        line.strip() for line in output.splitlines() if line.startswith(("FAILED", "ERROR"))
+    ]
+    bad = counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+    passed = counts.get("passed", 0) > 0 and bad == 0
+    return {"result": "pass" if passed else "fail", "failures": failures}
+
+
+def _step(steps: Any, item: Mapping[str, str]) -> Any:
+    if "shell" in item:
+        return steps.Shell(item["shell"])
+    if "write" in item:
+        return steps.WriteFile(item["write"], item.get("content", ""))
+    if "say" in item:
+        return steps.Say(item["say"])
+    raise MockModelError(f"unknown scripted step {dict(item)!r} (shell, write or say)")
 
 
 def _literal(text: str) -> str:

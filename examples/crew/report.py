@@ -71,7 +71,7 @@ def _changes(ledger: Ledger, job: JobRow, runs: list[RunRow]) -> list[str]:
         f"Apply it to your checkout with `python -m examples.crew apply --job {job.job_id}`"
         f" (`--ledger {ledger.path}`, `--to DIR`); it refuses if any of it conflicts.",
         "",
-        _fence(combine(made), "diff"),
+        _fence(combine(made).rstrip("\n"), "diff"),
     ]
     return out
 

@@ -30,10 +30,12 @@ DEMO_ENV = {
 }
 
 
-async def test_the_scripted_demo_runs_every_step_on_its_intended_backend() -> None:
-    with anyio.fail_after(120):
+async def run_demo(*argv: str, within: float) -> tuple[str, str]:
+    """`python -m examples.crew.demo ARGV` as `make crew-demo` runs it; its report and log
+    (it must succeed)."""
+    with anyio.fail_after(within):
         done = await anyio.run_process(
-            [sys.executable, "-m", "examples.crew.demo", "--scripted"],
+            [sys.executable, "-m", "examples.crew.demo", *argv],
             cwd=REPO,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdin=subprocess.DEVNULL,
@@ -41,6 +43,11 @@ async def test_the_scripted_demo_runs_every_step_on_its_intended_backend() -> No
         )
     report, log = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, log
+    return report, log
+
+
+async def test_the_scripted_demo_runs_every_step_on_its_intended_backend() -> None:
+    report, log = await run_demo("--scripted", within=120)
     assert "# Crew job `crew-demo`: done" in report
     for step, backend in [
         ("write", "scripted-codex"),
@@ -87,16 +94,7 @@ async def test_the_demo_with_a_real_copilot_cli_on_the_mock_model(tmp_path: Path
     doc["models"] = {"openai-chat": {"urlEnv": "MOCK_OPENAI_CHAT_URL"}}
     manifest = tmp_path / "mixed.json"
     manifest.write_text(json.dumps(doc))
-    with anyio.fail_after(240):
-        done = await anyio.run_process(
-            [sys.executable, "-m", "examples.crew.demo", "--manifest", str(manifest)],
-            cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    report, log = done.stdout.decode(), done.stderr.decode()
-    assert done.returncode == 0, log
+    report, log = await run_demo("--manifest", str(manifest), within=240)
     assert re.search(r"^\| document \| documenter \| copilot \| done \|", report, re.M), report
     assert "MOCK REPLY: " in report  # the real CLI's answer came from the mock model
     assert "demo: ok, every step was done by its intended backend" in log
@@ -136,3 +134,49 @@ def test_the_scripted_demo_mirrors_the_real_one() -> None:
     for agent in scripted.agents:
         settings = load(agent.config, environ=DEMO_ENV)
         assert settings.backend == "tests.crew.agents:RoleBackend"
+
+
+async def test_fix_until_green_runs_codex_and_opencode_in_worktrees_of_their_own() -> None:
+    """The real CLIs on the mock models: Codex writes slugify.py in its worktree; OpenCode gets
+    the patch (applyChanges) in a worktree of its own and runs pytest there for real (the mock
+    scripts the shell call and reads the verdict from pytest's output): a failure, the fix, a
+    pass; then `apply` puts the job's patch into a fresh clone, where pytest passes."""
+    report, log = await run_demo("--fix-until-green", within=300)
+    assert "# Crew job `crew-demo`: done" in report
+    for step, backend, rounds in [("implement", "codex", 1), ("run-tests", "opencode", 2)]:
+        row = rf"^\| {step} \| \w+ \| {backend} \| done \| {rounds} \|"
+        assert re.search(row, report, re.M), report
+    assert re.search(r"^\| fix \| implementer \| codex \| done \| 1 \|", report, re.M), report
+    # The tester's verdicts are pytest's: the first run really failed on the first version.
+    first = r'step=run-tests .*state=done round=1 .*"result": "fail", "failures": \["FAILED test_sl'
+    assert re.search(first + r"ugify\.py::test_punctuation", log), log
+    assert '{"result": "pass", "failures": []}' in report
+    assert "- implement round 1 (implementer): slugify.py added" in report
+    assert "- fix round 1 (implementer): slugify.py modified" in report
+    assert '+    words = re.findall(r"[a-z0-9]+", title.lower())' in report
+    assert re.search(r"demo: apply in \S+/scratch: exit 0", log), log
+    assert re.search(r"demo: pytest after apply in \S+/scratch: exit 0\n.*\n3 passed", log), log
+    assert "demo: ok, every step was done by its intended backend" in log
+    pids = [int(p) for p in re.findall(r"daemon, pid (\d+)", log)]
+    assert len(pids) == 2
+    for pid in pids:
+        assert not await anyio.Path(f"/proc/{pid}").exists()
+
+
+def test_the_fix_until_green_demo_gives_each_agent_a_worktree_and_a_token() -> None:
+    manifest = Manifest.load(DEMO / "fix-until-green.json")
+    assert manifest.plan.name == "fix-until-green.json"
+    assert manifest.project is not None and "test_slugify.py" in manifest.project
+    assert sorted(a.intended_backend() for a in manifest.agents) == ["codex", "opencode"]
+    plan = load_plan(manifest.plan, {})
+    assert plan.step("run-tests").apply_changes == ["implement"]
+    env = {**DEMO_ENV, "CREW_IMPLEMENTER_TOKEN": "i" * 32, "CREW_TESTER_TOKEN": "t" * 32}
+    for agent in manifest.agents:
+        settings = load(agent.config, environ=env)
+        assert settings.workspace.mode == "worktree"
+        assert settings.server.host == "127.0.0.1"
+        assert [t.principal for t in settings.server.auth.tokens] == ["crew"]
+        block = settings.backend_block()
+        assert isinstance(block, AgentBlock)
+        assert str(block.working_directory).startswith("/demo/work/")
+        assert plan.agents[agent.name].token_env in manifest.tokens
