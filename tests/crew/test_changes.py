@@ -129,6 +129,9 @@ async def test_the_tester_runs_the_implementers_real_files_in_its_own_worktree(
     assert (sent[("run-tests", 1)], sent[("run-tests", 2)]) == ({"implement:1"}, {"fix:1"})
     for clone_dir in (tmp_path / "a", tmp_path / "b"):  # the checkouts are never touched
         assert not (clone_dir / "slugify.py").exists()
+    implemented = ledger.runs("job-1", "implement")[0]
+    assert implemented.output_text == "wrote slugify.py"
+    assert implemented.output_data is None  # the changes artifact is not the step's answer
     saved = job_dir(ledger, "job-1") / "changes.patch"
     assert saved.read_text() == job_patch(ledger, "job-1")
     assert "## Changes" in result.report and str(saved) in result.report
@@ -259,3 +262,41 @@ def test_apply_changes_must_name_a_dependency_and_changes_takes_no_field() -> No
     )
     assert plan.step("y").apply_changes == ["x"]
     assert json.loads(json.dumps(plan.step("y").model_dump(by_alias=True)))["applyChanges"] == ["x"]
+
+
+async def test_a_retry_does_not_send_a_patch_its_failed_attempt_already_applied(
+    tmp_path: Path, project: Path, start_agent: StartAgent, crew: RunCrew, ledger: Ledger
+) -> None:
+    """The first attempt's turn fails after the daemon applied the patch: the retries go to
+    the same workspace, so they must not carry the patch again (it would not apply). (`flaky`
+    fails the first time it sees a prompt text: the first attempt's text has the daemon's
+    note on the patch, so the second fails too, and the third passes.)"""
+    reviewer = CrewBackend()
+    agents = {
+        "writer": await worktree_agent(
+            start_agent, CrewBackend(), clone(project, tmp_path / "a"), tmp_path / "a-state"
+        ),
+        "reviewer": await worktree_agent(
+            start_agent, reviewer, clone(project, tmp_path / "b"), tmp_path / "b-state"
+        ),
+    }
+    steps: list[dict[str, Any]] = [
+        {"id": "write", "agent": "writer", "prompt": f"write: slugify.py={BUGGY}"},
+        {
+            "id": "review",
+            "agent": "reviewer",
+            "dependsOn": ["write"],
+            "applyChanges": ["write"],
+            "retries": 2,
+            "retryDelay": 0,
+            "prompt": "flaky: looks fine",
+        },
+    ]
+    result = await crew(plan_of(agents, steps), "go")
+
+    assert result.outcome.state == "done", result.report
+    assert [r.state for r in ledger.runs("job-1", "review")] == ["failed", "failed", "done"]
+    assert ledger.sent("job-1") == {("review", 1): {"write:1"}}
+    first, *retries = (t.text for t in reviewer.turns)
+    assert "The caller's patch to slugify.py was applied" in first
+    assert retries == ["flaky: looks fine", "flaky: looks fine"]
