@@ -73,8 +73,16 @@ def start_agent(aiohttp_server: MakeServer) -> StartAgent:
     return start
 
 
-async def worktree_agent(start: StartAgent, backend: CrewBackend, work: Path, state: Path) -> str:
-    return await start(backend, work, state)
+async def two_agents(
+    start: StartAgent, project: Path, tmp_path: Path, **backends: CrewBackend
+) -> dict[str, str]:
+    """Two agents (name=backend), each with worktrees of a clone of its own of `project`
+    (`a/`, then `b/`, as on two machines): their base URLs by name."""
+    urls = {}
+    for (name, backend), where in zip(backends.items(), ("a", "b"), strict=True):
+        work = clone(project, tmp_path / where)
+        urls[name] = await start(backend, work, tmp_path / f"{where}-state")
+    return urls
 
 
 def fix_until_green(implementer: str, tester: str) -> list[dict[str, Any]]:
@@ -103,14 +111,7 @@ async def test_the_tester_runs_the_implementers_real_files_in_its_own_worktree(
     tmp_path: Path, project: Path, start_agent: StartAgent, crew: RunCrew, ledger: Ledger
 ) -> None:
     coder, tester = CrewBackend(), CrewBackend()
-    agents = {
-        "implementer": await worktree_agent(
-            start_agent, coder, clone(project, tmp_path / "a"), tmp_path / "a-state"
-        ),
-        "tester": await worktree_agent(
-            start_agent, tester, clone(project, tmp_path / "b"), tmp_path / "b-state"
-        ),
-    }
+    agents = await two_agents(start_agent, project, tmp_path, implementer=coder, tester=tester)
     plan = plan_of(agents, fix_until_green("implementer", "tester"))
 
     result = await crew(plan, "make the tests pass")
@@ -155,14 +156,9 @@ async def apply_cli(ledger: Ledger, to: Path, job: str = "job-1") -> tuple[int, 
 async def test_apply_puts_the_final_change_into_a_checkout_and_refuses_a_conflict(
     tmp_path: Path, project: Path, start_agent: StartAgent, crew: RunCrew, ledger: Ledger
 ) -> None:
-    agents = {
-        "implementer": await worktree_agent(
-            start_agent, CrewBackend(), clone(project, tmp_path / "a"), tmp_path / "a-state"
-        ),
-        "tester": await worktree_agent(
-            start_agent, CrewBackend(), clone(project, tmp_path / "b"), tmp_path / "b-state"
-        ),
-    }
+    agents = await two_agents(
+        start_agent, project, tmp_path, implementer=CrewBackend(), tester=CrewBackend()
+    )
     result = await crew(plan_of(agents, fix_until_green("implementer", "tester")), "go")
     assert result.outcome.state == "done", result.report
 
@@ -211,14 +207,9 @@ async def test_apply_of_a_job_without_changes_says_so(tmp_path: Path, ledger: Le
 async def test_a_reviewer_reads_the_writers_file_in_its_own_worktree(
     tmp_path: Path, project: Path, start_agent: StartAgent, crew: RunCrew
 ) -> None:
-    agents = {
-        "writer": await worktree_agent(
-            start_agent, CrewBackend(), clone(project, tmp_path / "a"), tmp_path / "a-state"
-        ),
-        "reviewer": await worktree_agent(
-            start_agent, CrewBackend(), clone(project, tmp_path / "b"), tmp_path / "b-state"
-        ),
-    }
+    agents = await two_agents(
+        start_agent, project, tmp_path, writer=CrewBackend(), reviewer=CrewBackend()
+    )
     steps: list[dict[str, Any]] = [
         {"id": "write", "agent": "writer", "prompt": f"write: slugify.py={BUGGY}"},
         {
@@ -272,14 +263,9 @@ async def test_a_retry_does_not_send_a_patch_its_failed_attempt_already_applied(
     fails the first time it sees a prompt text: the first attempt's text has the daemon's
     note on the patch, so the second fails too, and the third passes.)"""
     reviewer = CrewBackend()
-    agents = {
-        "writer": await worktree_agent(
-            start_agent, CrewBackend(), clone(project, tmp_path / "a"), tmp_path / "a-state"
-        ),
-        "reviewer": await worktree_agent(
-            start_agent, reviewer, clone(project, tmp_path / "b"), tmp_path / "b-state"
-        ),
-    }
+    agents = await two_agents(
+        start_agent, project, tmp_path, writer=CrewBackend(), reviewer=reviewer
+    )
     steps: list[dict[str, Any]] = [
         {"id": "write", "agent": "writer", "prompt": f"write: slugify.py={BUGGY}"},
         {
