@@ -1,4 +1,4 @@
-"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`).
+"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `serve`).
 
 Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
 an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
@@ -8,12 +8,17 @@ interrupted (remote tasks go on; re-run the same job to pick them up).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from pathlib import Path
 
 import anyio
 
+from core import logs
+from core.server.serve import serve
+from core.settings import ConfigError, load
+from examples.crew.agent import serve_overrides
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
 from examples.crew.ledger import Ledger
@@ -58,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("plan", type=Path)
     report.add_argument("--job", required=True)
     report.add_argument("--ledger", type=Path, default=None)
+    serve = commands.add_parser("serve", help="serve the crew as one A2A agent")
+    serve.add_argument("plan", type=Path)
+    serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--ledger", type=Path, default=None, help="the SQLite ledger")
+    serve.add_argument("--state", type=Path, default=None, help="the daemon's task store directory")
     return parser
 
 
@@ -120,12 +131,30 @@ async def _check(plan: Plan) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace, plan: Plan) -> int:
+    """The crew behind our own daemon (examples/crew/agent.py); stops on SIGINT/SIGTERM."""
+    ledger = args.ledger or default_ledger()
+    state = args.state or ledger.parent
+    overrides = serve_overrides(
+        args.plan, plan, ledger=ledger, state=state, host=args.host, port=args.port
+    )
+    try:
+        settings = load(None, overrides=overrides)
+    except ConfigError as exc:
+        raise JobError(f"cannot serve: {exc}") from exc
+    logs.configure("info")
+    asyncio.run(serve(settings, lambda url: print(f"crew listening on {url}", flush=True)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         plan = load_plan(args.plan)
         if args.command == "check":
             return anyio.run(_check, plan)
+        if args.command == "serve":
+            return _serve(args, plan)
         ledger = Ledger(args.ledger or default_ledger())
         try:
             if args.command == "report":

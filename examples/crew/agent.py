@@ -1,0 +1,296 @@
+"""The crew as an A2A agent: a backend of our own daemon whose turns run crew jobs.
+
+`python -m examples.crew serve PLAN --port P` serves it (one agent card, the daemon's server,
+SSE, stores and protocol handling), and so does `a2a-wrapper serve CONFIG` with
+`"backend": "examples.crew.agent:SPEC"` and a `crew` block (`plan`, `ledger`): a crew can then
+be a step of another crew like any other agent.
+
+Contract:
+- A job belongs to the caller's context: the job id is the context's backend session
+  (`SessionBound` first), so the daemon's store keeps context -> job across restarts. The
+  first message of a context starts a job with its text as the input; a later message in the
+  same context resumes that job while it is unfinished (running when the crew process died,
+  or waiting for an answer) and starts a new job once it has ended.
+- Step progress streams as WORKING status updates, each naming its step.
+- A specialist's question ends the turn INPUT_REQUIRED with the question and the step named
+  (and a `question` data artifact: step, agent, taskId, text); the caller's answer, on the
+  same taskId, goes to that step's remote task (the runner's `--answer` path).
+- The job's end: the Markdown report as the `report` artifact (plus `job_artifacts`, the hook
+  for the combined patch), then COMPLETED (done, or done with gaps) or FAILED.
+- A CancelTask on the crew task stops the job here; remote tasks go on (as after Ctrl-C), so
+  a later message in the context picks them up, never resending them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectSendStream
+from pydantic import Field
+
+from core.backend import (
+    ArtifactOut,
+    BackendEvent,
+    DataContent,
+    Diagnosis,
+    Failed,
+    NeedsInput,
+    Progress,
+    SessionBound,
+    Text,
+    TextContent,
+    Turn,
+    safe_failure,
+)
+from core.backend.base import BackendBase
+from core.backend.config import AgentBlock
+from core.backend.spec import BackendSpec
+from examples.crew.client import INTERRUPTED
+from examples.crew.events import NobodyAsker, PresetAnswers, StepStatus
+from examples.crew.job import JobError, JobResult, new_job_id, run_job
+from examples.crew.ledger import Ledger
+from examples.crew.plan import Plan, PlanError, load_plan
+
+# Job states after which a new message in the context starts a new job.
+ENDED = frozenset({"done", "partial", "failed"})
+
+
+class CrewConfig(AgentBlock):
+    """The `crew` block: which plan this agent runs and where its ledger is."""
+
+    plan: Path = Field(description="The crew plan (JSON) every job of this agent runs")
+    ledger: Path = Field(description="The crew's SQLite ledger (jobs, steps, remote tasks)")
+
+
+def job_artifacts(plan: Plan, ledger: Ledger, job_id: str) -> list[ArtifactOut]:
+    """Artifacts a finished job adds after its report. The hook for the combined patch of
+    the steps' changes (issue 25, "changes between steps"): nothing yet."""
+    return []
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The question a job waits on: the step that asked and its remote task."""
+
+    step: str
+    agent: str
+    task_id: str
+    text: str
+
+
+def pending_question(plan: Plan, ledger: Ledger, job_id: str) -> Pending | None:
+    """The first step (in plan order) whose remote task waits for input, from the ledger (so
+    it survives a restart of the crew)."""
+    steps = ledger.steps(job_id)
+    for step_id in plan.order:
+        row = steps.get(step_id)
+        if row is None or row.state != "needs-input":
+            continue
+        asking = [r for r in ledger.runs(job_id, step_id) if r.state in INTERRUPTED and r.task_id]
+        if asking:
+            run = asking[-1]
+            text = (row.detail or "").partition(": ")[2] or (row.detail or "")
+            return Pending(step_id, run.agent, run.task_id or "", text)
+    return None
+
+
+class ProgressObserver:
+    """The runner's observer, as status updates of the crew task: one note per change of a
+    step's state, task, round or attempt (and per new note while retrying or asking)."""
+
+    def __init__(self, send: MemoryObjectSendStream[BackendEvent]) -> None:
+        self._send = send
+        self._last: dict[str, tuple[object, ...]] = {}
+
+    def changed(self, status: StepStatus) -> None:
+        key = (status.state, status.task_id, status.round, status.attempt, status.note)
+        if self._last.get(status.step) == key or status.state == "pending":
+            return
+        self._last[status.step] = key
+        text = f"step {status.step} ({status.agent}): {status.state}"
+        if status.attempt:
+            text += f", round {status.round} attempt {status.attempt}"
+        if status.task_id:
+            text += f", task {status.task_id}"
+        if status.note:
+            text += f": {' '.join(status.note.split())[:200]}"
+        self._put(Progress(text))
+
+    def message(self, text: str) -> None:
+        self._put(Progress(text))
+
+    def _put(self, event: BackendEvent) -> None:
+        # After the turn ended (canceled) nobody reads progress any more.
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._send.send_nowait(event)
+
+
+class CrewAgent(BackendBase):
+    """One plan, one ledger; every turn runs (or resumes) one job of it."""
+
+    name = "crew"
+
+    def __init__(self, config: CrewConfig, environ: dict[str, str] | None = None) -> None:
+        self.config = config
+        self._environ = environ
+        self._plan: Plan | None = None
+        self._ledger: Ledger | None = None
+        self._tg: TaskGroup | None = None
+        self._jobs: dict[str, anyio.CancelScope] = {}  # crew task id -> its job's scope
+        self._ended: dict[str, anyio.Event] = {}
+
+    async def start(self) -> None:
+        self._plan = load_plan(self.config.plan, self._environ)
+        self._ledger = Ledger(self.config.ledger)
+
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            task_status.started()
+            await anyio.sleep_forever()
+
+    async def aclose(self) -> None:
+        if self._ledger is not None:
+            self._ledger.close()
+            self._ledger = None
+
+    async def diagnose(self) -> list[Diagnosis]:
+        try:
+            plan = load_plan(self.config.plan, self._environ)
+        except PlanError as exc:
+            return [Diagnosis("plan", ok=False, detail=str(exc))]
+        layers = " -> ".join("+".join(layer) for layer in plan.layers)
+        return [Diagnosis("plan", ok=True, detail=f"{plan.name}: {layers}")]
+
+    async def interrupt(self, turn: Turn) -> None:
+        scope = self._jobs.get(turn.task_id)
+        if scope is not None:
+            scope.cancel()
+            await self._ended[turn.task_id].wait()
+
+    async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        plan, ledger, tg = self._plan, self._ledger, self._tg
+        if plan is None or ledger is None or tg is None:
+            raise RuntimeError("the crew agent is not started")
+        job = ledger.job(turn.session_id) if turn.session_id else None
+        resuming = job is not None and job.state not in ENDED
+        job_id = job.job_id if job is not None and resuming else new_job_id(plan)
+        yield SessionBound(job_id)
+        answers: dict[str, str] = {}
+        if resuming:
+            pending = pending_question(plan, ledger, job_id)
+            if pending is not None and turn.text.strip():
+                answers[pending.step] = turn.text.strip()
+                yield Progress(f"step {pending.step}: your answer goes to {pending.agent}")
+            else:
+                yield Progress(f"job {job_id}: resumed")
+        else:
+            yield Progress(f"job {job_id}: started (plan {plan.name})")
+        send, receive = anyio.create_memory_object_stream[BackendEvent](math.inf)
+        result: list[JobResult | JobError] = []
+        scope = anyio.CancelScope()
+        self._jobs[turn.task_id] = scope
+        self._ended[turn.task_id] = anyio.Event()
+
+        async def job_task() -> None:
+            async with send:
+                with scope:
+                    try:
+                        result.append(
+                            await run_job(
+                                plan,
+                                ledger,
+                                job_id,
+                                None if resuming else turn.text,
+                                asker=PresetAnswers(answers, NobodyAsker()),
+                                observer=ProgressObserver(send),
+                                environ=self._environ,
+                            )
+                        )
+                    except JobError as exc:
+                        result.append(exc)
+            self._jobs.pop(turn.task_id, None)
+            self._ended.pop(turn.task_id).set()
+
+        tg.start_soon(job_task, name=f"crew job {job_id}")
+        try:
+            async with receive:
+                async for event in receive:
+                    yield event
+        finally:
+            if not result:  # the turn was canceled or closed early: stop the job here
+                scope.cancel()
+        for event in self._end(plan, ledger, job_id, result[0]):
+            yield event
+
+    def _end(
+        self, plan: Plan, ledger: Ledger, job_id: str, result: JobResult | JobError
+    ) -> list[BackendEvent]:
+        if isinstance(result, JobError):
+            return [
+                safe_failure(
+                    "error",
+                    "The crew could not run the job: an agent or the job is unusable.",
+                    event="crew.job_unusable",
+                    detail=str(result),
+                    job=job_id,
+                )
+            ]
+        outcome = result.outcome
+        events: list[BackendEvent] = [
+            ArtifactOut((TextContent(result.report),), name="report"),
+            *job_artifacts(plan, ledger, job_id),
+        ]
+        if outcome.state == "needs-input":
+            pending = pending_question(plan, ledger, job_id)
+            if pending is not None:
+                question: dict[str, Any] = {
+                    "step": pending.step,
+                    "agent": pending.agent,
+                    "taskId": pending.task_id,
+                    "question": pending.text,
+                }
+                events.append(ArtifactOut((DataContent(question),), name="question"))
+                text = f"step {pending.step} ({pending.agent}) asks: {pending.text}"
+            else:
+                text = f"job {job_id} waits for an answer (see the report)"
+            events.append(NeedsInput(text))
+        elif outcome.state == "failed":
+            events.append(Failed("error", f"job {job_id} failed: see the report artifact"))
+        else:
+            gaps = "" if outcome.state == "done" else " with gaps (see the report)"
+            events.append(Text(f"job {job_id}: done{gaps}"))
+        return events
+
+
+def create(config: CrewConfig) -> CrewAgent:
+    return CrewAgent(config)
+
+
+SPEC = BackendSpec("crew", CrewConfig, create)
+
+
+def serve_overrides(
+    plan_path: Path, plan: Plan, *, ledger: Path, state: Path, host: str, port: int
+) -> dict[str, Any]:
+    """The daemon config of `crew serve`: this backend, the plan's name on the card, the
+    daemon's task store next to the ledger, no turn deadlines of the daemon's own (the plan's
+    deadlines are the crew's; a job may wait on its specialists for long without a word)."""
+    return {
+        "backend": "examples.crew.agent:SPEC",
+        "crew": {"plan": str(plan_path.resolve()), "ledger": str(ledger.resolve())},
+        "agentCard": {
+            "name": plan.name,
+            "description": plan.description or f"A crew of agents running plan {plan.name}",
+        },
+        "server": {"host": host, "port": port},
+        "storage": {"path": str((state / "crew-agent.sqlite3").resolve())},
+        "timeouts": {"turn": 0, "idle": 0},
+    }
