@@ -1,0 +1,65 @@
+"""The crew backend (examples/crew/agent.py) in the real daemon app: a crew as a step of
+another crew, and a question asked two crews down answered from the top."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from examples.crew.agent import CrewAgent, CrewConfig
+from examples.crew.events import NobodyAsker, PresetAnswers
+from tests.crew.agents import CrewBackend
+from tests.crew.conftest import RunCrew, StartAgent, plan_of
+
+
+async def inner_crew(
+    start_agent: StartAgent, tmp_path: Path, agents: dict[str, str], steps: list[dict[str, object]]
+) -> str:
+    """Serve a crew (plan over `agents`) as one agent; its URL."""
+    plan = tmp_path / "inner.json"
+    plan.write_text(
+        json.dumps(
+            {"name": "inner", "agents": {n: {"card": u} for n, u in agents.items()}, "steps": steps}
+        )
+    )
+    config = CrewConfig(plan=plan, ledger=tmp_path / "inner.sqlite3")
+    return await start_agent(CrewAgent(config), name="inner crew")
+
+
+async def test_a_crew_is_a_step_of_another_crew(
+    start_agent: StartAgent, crew: RunCrew, tmp_path: Path
+) -> None:
+    specialist = CrewBackend()
+    url = await start_agent(specialist)
+    inner = await inner_crew(
+        start_agent,
+        tmp_path,
+        {"coder": url},
+        [{"id": "code", "agent": "coder", "prompt": "say: {{input}}"}],
+    )
+    outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "hello"}])
+    result = await crew(outer)
+    assert result.outcome.state == "done", result.report
+    assert [t.text for t in specialist.turns] == ["say: hello"]
+    assert "# Crew job `inner-" in result.report  # the inner crew's report is the step's output
+
+
+async def test_a_question_two_crews_down_is_answered_from_the_top(
+    start_agent: StartAgent, crew: RunCrew, tmp_path: Path
+) -> None:
+    specialist = CrewBackend()
+    url = await start_agent(specialist)
+    inner = await inner_crew(
+        start_agent,
+        tmp_path,
+        {"coder": url},
+        [{"id": "code", "agent": "coder", "prompt": "ask: which name?"}],
+    )
+    outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "go"}])
+    first = await crew(outer)
+    assert first.outcome.state == "needs-input"
+    assert "step code (coder) asks: which name?" in first.report
+    again = await crew(outer, None, asker=PresetAnswers({"delegate": "slugify"}, NobodyAsker()))
+    assert again.outcome.state == "done", again.report
+    assert specialist.turns[-1].text == "slugify"
+    assert len({t.task_id for t in specialist.turns}) == 1  # the answer went to its task
