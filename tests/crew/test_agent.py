@@ -12,31 +12,25 @@ from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
 
 
-async def inner_crew(
-    start_agent: StartAgent, tmp_path: Path, agents: dict[str, str], steps: list[dict[str, object]]
-) -> str:
-    """Serve a crew (plan over `agents`) as one agent; its URL."""
+async def behind_a_crew(
+    start_agent: StartAgent, tmp_path: Path, prompt: str
+) -> tuple[CrewBackend, str]:
+    """A specialist, and a crew served as one agent whose one step `code` sends it `prompt`;
+    the specialist and the crew's URL."""
+    specialist = CrewBackend()
+    url = await start_agent(specialist)
     plan = tmp_path / "inner.json"
-    plan.write_text(
-        json.dumps(
-            {"name": "inner", "agents": {n: {"card": u} for n, u in agents.items()}, "steps": steps}
-        )
-    )
+    step = {"id": "code", "agent": "coder", "prompt": prompt}
+    doc = {"name": "inner", "agents": {"coder": {"card": url}}, "steps": [step]}
+    plan.write_text(json.dumps(doc))
     config = CrewConfig(plan=plan, ledger=tmp_path / "inner.sqlite3")
-    return await start_agent(CrewAgent(config), name="inner crew")
+    return specialist, await start_agent(CrewAgent(config), name="inner crew")
 
 
 async def test_a_crew_is_a_step_of_another_crew(
     start_agent: StartAgent, crew: RunCrew, tmp_path: Path
 ) -> None:
-    specialist = CrewBackend()
-    url = await start_agent(specialist)
-    inner = await inner_crew(
-        start_agent,
-        tmp_path,
-        {"coder": url},
-        [{"id": "code", "agent": "coder", "prompt": "say: {{input}}"}],
-    )
+    specialist, inner = await behind_a_crew(start_agent, tmp_path, "say: {{input}}")
     outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "hello"}])
     result = await crew(outer)
     assert result.outcome.state == "done", result.report
@@ -47,14 +41,7 @@ async def test_a_crew_is_a_step_of_another_crew(
 async def test_a_question_two_crews_down_is_answered_from_the_top(
     start_agent: StartAgent, crew: RunCrew, tmp_path: Path
 ) -> None:
-    specialist = CrewBackend()
-    url = await start_agent(specialist)
-    inner = await inner_crew(
-        start_agent,
-        tmp_path,
-        {"coder": url},
-        [{"id": "code", "agent": "coder", "prompt": "ask: which name?"}],
-    )
+    specialist, inner = await behind_a_crew(start_agent, tmp_path, "ask: which name?")
     outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "go"}])
     first = await crew(outer)
     assert first.outcome.state == "needs-input"
