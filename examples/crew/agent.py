@@ -7,16 +7,21 @@ be a step of another crew like any other agent.
 
 Contract:
 - A job belongs to the caller's context: the job id is the context's backend session
-  (`SessionBound` first), so the daemon's store keeps context -> job across restarts. The
-  first message of a context starts a job with its text as the input; a later message in the
-  same context resumes that job while it is unfinished (running when the crew process died,
-  or waiting for an answer) and starts a new job once it has ended.
+  (`SessionBound` first), so the daemon's store keeps context -> job across restarts, and the
+  ledger keeps which crew task belongs to which job. A message on a crew task goes to that
+  task's job (an answer; after an expiry, the job's end); on a new task it resumes the
+  context's job while that is unfinished (running when the crew process died, or waiting for
+  an answer), else it starts a new job with its text as the input. One invocation of a job
+  runs at a time.
 - Step progress streams as WORKING status updates, each naming its step.
 - A specialist's question ends the turn INPUT_REQUIRED with the question and the step named
   (and a `question` data artifact: step, agent, taskId, text); the caller's answer, on the
   same taskId, goes to that step's remote task (the runner's `--answer` path).
 - The job's end: the Markdown report as the `report` artifact (plus `job_artifacts`, the hook
   for the combined patch), then COMPLETED (done, or done with gaps) or FAILED.
+- `answerDeadline`: a question left unanswered expires even if nobody writes again: at its
+  deadline the job runs once more here, the runner cancels the remote task and `onFailure`
+  decides; the crew task's next message gets the job's end.
 - A CancelTask on the crew task stops the job here; remote tasks go on (as after Ctrl-C), so
   a later message in the context picks them up, never resending them.
 """
@@ -53,10 +58,12 @@ from core.backend.base import BackendBase
 from core.backend.config import AgentBlock
 from core.backend.spec import BackendSpec
 from examples.crew.client import INTERRUPTED
-from examples.crew.events import NobodyAsker, PresetAnswers, StepStatus
-from examples.crew.job import JobError, JobResult, new_job_id, run_job
+from examples.crew.events import NobodyAsker, NullObserver, PresetAnswers, StepStatus
+from examples.crew.job import JobError, new_job_id, run_job
 from examples.crew.ledger import Ledger
 from examples.crew.plan import Plan, PlanError, load_plan
+from examples.crew.report import build_report
+from examples.crew.runner import age
 
 # Job states after which a new message in the context starts a new job.
 ENDED = frozenset({"done", "partial", "failed"})
@@ -145,6 +152,7 @@ class CrewAgent(BackendBase):
         self._tg: TaskGroup | None = None
         self._jobs: dict[str, anyio.CancelScope] = {}  # crew task id -> its job's scope
         self._ended: dict[str, anyio.Event] = {}
+        self._locks: dict[str, anyio.Lock] = {}
 
     async def start(self) -> None:
         self._plan = load_plan(self.config.plan, self._environ)
@@ -175,47 +183,53 @@ class CrewAgent(BackendBase):
             scope.cancel()
             await self._ended[turn.task_id].wait()
 
+    def _job_for(self, plan: Plan, ledger: Ledger, turn: Turn) -> str:
+        """The job a turn belongs to: its task's (an answer, or a message after an expiry),
+        else the context's while unfinished (a restart), else a new one."""
+        known = ledger.job_of_task(turn.task_id)
+        if known is not None:
+            return known
+        job = ledger.job(turn.session_id) if turn.session_id else None
+        if job is not None and job.state not in ENDED:
+            return job.job_id
+        return new_job_id(plan)
+
+    def _lock(self, job_id: str) -> anyio.Lock:
+        """One invocation of a job at a time (a turn, or an expiry)."""
+        return self._locks.setdefault(job_id, anyio.Lock())
+
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         plan, ledger, tg = self._plan, self._ledger, self._tg
         if plan is None or ledger is None or tg is None:
             raise RuntimeError("the crew agent is not started")
-        job = ledger.job(turn.session_id) if turn.session_id else None
-        resuming = job is not None and job.state not in ENDED
-        job_id = job.job_id if job is not None and resuming else new_job_id(plan)
+        job_id = self._job_for(plan, ledger, turn)
+        ledger.bind_task(turn.task_id, job_id)
         yield SessionBound(job_id)
-        answers: dict[str, str] = {}
-        if resuming:
-            pending = pending_question(plan, ledger, job_id)
-            if pending is not None and turn.text.strip():
-                answers[pending.step] = turn.text.strip()
-                yield Progress(f"step {pending.step}: your answer goes to {pending.agent}")
-            else:
-                yield Progress(f"job {job_id}: resumed")
-        else:
-            yield Progress(f"job {job_id}: started (plan {plan.name})")
         send, receive = anyio.create_memory_object_stream[BackendEvent](math.inf)
-        result: list[JobResult | JobError] = []
         scope = anyio.CancelScope()
         self._jobs[turn.task_id] = scope
         self._ended[turn.task_id] = anyio.Event()
+        finished = anyio.Event()
 
         async def job_task() -> None:
             async with send:
                 with scope:
-                    try:
-                        result.append(
-                            await run_job(
-                                plan,
-                                ledger,
-                                job_id,
-                                None if resuming else turn.text,
-                                asker=PresetAnswers(answers, NobodyAsker()),
-                                observer=ProgressObserver(send),
-                                environ=self._environ,
-                            )
-                        )
-                    except JobError as exc:
-                        result.append(exc)
+                    async with self._lock(job_id):
+                        try:
+                            ending = await self._invoke(plan, ledger, job_id, turn, send)
+                        except Exception as exc:  # noqa: BLE001 - the turn fails, the agent lives
+                            ending = [
+                                safe_failure(
+                                    "error",
+                                    "The crew stopped on an unexpected error.",
+                                    event="crew.job_crashed",
+                                    exc=exc,
+                                    job=job_id,
+                                )
+                            ]
+                        for event in ending:
+                            send.send_nowait(event)
+                        finished.set()
             self._jobs.pop(turn.task_id, None)
             self._ended.pop(turn.task_id).set()
 
@@ -225,30 +239,99 @@ class CrewAgent(BackendBase):
                 async for event in receive:
                     yield event
         finally:
-            if not result:  # the turn was canceled or closed early: stop the job here
+            if not finished.is_set():  # the turn was canceled or closed early: stop the job
                 scope.cancel()
-        for event in self._end(plan, ledger, job_id, result[0]):
-            yield event
 
-    def _end(
-        self, plan: Plan, ledger: Ledger, job_id: str, result: JobResult | JobError
+    async def _invoke(
+        self,
+        plan: Plan,
+        ledger: Ledger,
+        job_id: str,
+        turn: Turn,
+        send: MemoryObjectSendStream[BackendEvent],
     ) -> list[BackendEvent]:
-        if isinstance(result, JobError):
+        """Run the job once for this turn; the events that end the turn."""
+        observer = ProgressObserver(send)
+        job = ledger.job(job_id)
+        if job is not None and job.state in ENDED:  # e.g. its question expired meanwhile
+            observer.message(f"job {job_id}: already ended ({job.state})")
+            report = build_report(plan, job, ledger, {})
+            return self._end(plan, ledger, job_id, job.state, report)
+        answers: dict[str, str] = {}
+        pending = pending_question(plan, ledger, job_id) if job is not None else None
+        if pending is not None and turn.text.strip():
+            answers[pending.step] = turn.text.strip()
+            observer.message(f"step {pending.step}: your answer goes to {pending.agent}")
+        elif job is not None:
+            observer.message(f"job {job_id}: resumed")
+        else:
+            observer.message(f"job {job_id}: started (plan {plan.name})")
+        try:
+            result = await run_job(
+                plan,
+                ledger,
+                job_id,
+                None if job is not None else turn.text,
+                asker=PresetAnswers(answers, NobodyAsker()),
+                observer=observer,
+                environ=self._environ,
+            )
+        except JobError as exc:
             return [
                 safe_failure(
                     "error",
                     "The crew could not run the job: an agent or the job is unusable.",
                     event="crew.job_unusable",
-                    detail=str(result),
+                    detail=str(exc),
                     job=job_id,
                 )
             ]
-        outcome = result.outcome
+        state = result.outcome.state
+        if state == "needs-input":
+            self._arm_expiry(plan, ledger, job_id)
+        return self._end(plan, ledger, job_id, state, result.report)
+
+    def _arm_expiry(self, plan: Plan, ledger: Ledger, job_id: str) -> None:
+        """The question the job now waits on expires at its step's answerDeadline even if
+        nobody writes again: then the job runs once more, here, and the runner expires it
+        (cancels the remote task, applies onFailure)."""
+        pending = pending_question(plan, ledger, job_id)
+        if pending is None or self._tg is None:
+            return
+        deadline = plan.step(pending.step).answer_deadline
+        if deadline is None:
+            return
+        asked = [r for r in ledger.runs(job_id, pending.step) if r.task_id == pending.task_id]
+        stamp = asked[-1].asked_at if asked else None
+        left = deadline / 1000 - age(stamp)
+        self._tg.start_soon(self._expire, plan, ledger, job_id, pending, max(left, 0.0))
+
+    async def _expire(
+        self, plan: Plan, ledger: Ledger, job_id: str, pending: Pending, delay: float
+    ) -> None:
+        await anyio.sleep(delay)
+        async with self._lock(job_id):
+            if pending_question(plan, ledger, job_id) != pending:
+                return  # answered (or ended) meanwhile
+            with contextlib.suppress(JobError):  # an agent unusable: the next message says so
+                await run_job(
+                    plan,
+                    ledger,
+                    job_id,
+                    None,
+                    asker=NobodyAsker(),
+                    observer=NullObserver(),
+                    environ=self._environ,
+                )
+
+    def _end(
+        self, plan: Plan, ledger: Ledger, job_id: str, state: str, report: str
+    ) -> list[BackendEvent]:
         events: list[BackendEvent] = [
-            ArtifactOut((TextContent(result.report),), name="report"),
+            ArtifactOut((TextContent(report),), name="report"),
             *job_artifacts(plan, ledger, job_id),
         ]
-        if outcome.state == "needs-input":
+        if state == "needs-input":
             pending = pending_question(plan, ledger, job_id)
             if pending is not None:
                 question: dict[str, Any] = {
@@ -262,10 +345,10 @@ class CrewAgent(BackendBase):
             else:
                 text = f"job {job_id} waits for an answer (see the report)"
             events.append(NeedsInput(text))
-        elif outcome.state == "failed":
+        elif state == "failed":
             events.append(Failed("error", f"job {job_id} failed: see the report artifact"))
         else:
-            gaps = "" if outcome.state == "done" else " with gaps (see the report)"
+            gaps = "" if state == "done" else " with gaps (see the report)"
             events.append(Text(f"job {job_id}: done{gaps}"))
         return events
 

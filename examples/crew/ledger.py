@@ -64,15 +64,25 @@ CREATE TABLE IF NOT EXISTS runs (
     answers     INTEGER NOT NULL DEFAULT 0,
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
+    asked_at    TEXT,
     PRIMARY KEY (job_id, step_id, attempt)
 );
+CREATE TABLE IF NOT EXISTS agent_tasks (
+    task_id    TEXT PRIMARY KEY,
+    job_id     TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 """
+# Columns added after the first release, with their definitions: an older ledger gets them.
+ADDED_COLUMNS = {"runs": {"asked_at": "TEXT"}}
 
 # Run states. `sending`: written before the message goes out. Then the remote task's own state
 # (`submitted`, `working`, `input-required`, `auth-required`, `completed` only transiently,
 # `failed`, `rejected`, `canceled`), or what the orchestrator concluded: `done` (completed and
 # valid), `invalid` (completed, but the artifact failed the schema), `timeout` (past its
-# deadline, canceled on the agent), `lost` (the agent stopped answering; the task may live on).
+# deadline, canceled on the agent), `lost` (the agent stopped answering; the task may live on),
+# `expired` (its question went unanswered past the step's answerDeadline; canceled on the agent).
+# `asked_at` is when the task's current question was first seen (reset by an answer).
 OPEN_RUN_STATES = frozenset(
     {"sending", "submitted", "working", "input-required", "auth-required", "lost", "completed"}
 )
@@ -127,6 +137,7 @@ class RunRow:
     answers: int = 0
     started_at: str = ""
     ended_at: str | None = None
+    asked_at: str | None = None
 
     @property
     def open(self) -> bool:
@@ -153,6 +164,11 @@ class Ledger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        for table, columns in ADDED_COLUMNS.items():
+            have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -190,6 +206,19 @@ class Ledger:
                 "UPDATE jobs SET state = ?, updated_at = ? WHERE job_id = ?",
                 (state, now(), job_id),
             )
+
+    def bind_task(self, task_id: str, job_id: str) -> None:
+        """The crew agent's task `task_id` (its caller's) belongs to job `job_id`."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO agent_tasks VALUES (?, ?, ?)", (task_id, job_id, now())
+            )
+
+    def job_of_task(self, task_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT job_id FROM agent_tasks WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return None if row is None else str(row["job_id"])
 
     # ----- steps -------------------------------------------------------------------------------
 

@@ -130,6 +130,11 @@ class StepSpec(Model):
         default=None,
         description="This step's output supersedes that step's output in later prompts",
     )
+    answer_deadline: Millis | None = Field(
+        default=None,
+        description="How long an agent's question waits for an answer; then it expires: the "
+        "remote task is canceled and onFailure applies",
+    )
 
 
 class Plan(Model):

@@ -11,7 +11,9 @@ Contract:
 - Each remote task runs under the step's deadline, capped by what is left of the job's; past
   it the task is canceled on the agent, and the step's retries and `onFailure` apply.
 - `input-required` goes to the `Asker` (the person running the crew); without an answer the
-  step stops with the question, and its task stays open for a later re-run to answer.
+  step stops with the question, and its task stays open for a later re-run to answer. With
+  `answerDeadline`, a question unanswered that long (counted from when it was first seen,
+  across re-runs) expires: its remote task is canceled and the step fails (`onFailure`).
 - A failure with `onFailure: abort` cancels the other running steps' remote tasks and skips
   the rest; with `continue`, steps that depend on it are skipped (a gap) and the others go on.
 - Cancelling the runner itself (Ctrl-C) leaves remote tasks running, for a re-run to pick up.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import NoReturn, TypeVar
 
 import anyio
@@ -338,8 +341,8 @@ class Crew:
                     raise await self._past_deadline(link, run, spec, budget)
                 if task.state not in INTERRUPTED:
                     return self._finish(spec, run, task)
-                answer = await self._ask(spec, link, task)
-                run = self.ledger.update_run(run, answers=run.answers + 1)
+                answer, run = await self._ask(spec, link, task, run)
+                run = self.ledger.update_run(run, answers=run.answers + 1, asked_at=None)
                 send = (answer, f"{run.message_id}:answer:{run.answers}")
         except anyio.get_cancelled_exc_class():
             if self._aborting is not None and self._scopes[owner.id].cancel_called:
@@ -467,18 +470,41 @@ class Crew:
         self.ledger.update_run(run, state=state, detail=detail, ended_at=now())
         return remote
 
-    async def _ask(self, spec: StepSpec, link: AgentLink, task: RemoteTask) -> str:
+    async def _ask(
+        self, spec: StepSpec, link: AgentLink, task: RemoteTask, run: RunRow
+    ) -> tuple[str, RunRow]:
+        """The person's answer to the task's question. The question's age counts from when it
+        was first seen (kept in the ledger across invocations); past the step's
+        `answerDeadline` it expires: the remote task is canceled and the step fails."""
         question = Question(
             spec.id, link.name, task.id, task.note or "(the agent gave no question)", task.state
         )
+        if run.asked_at is None:
+            run = self.ledger.update_run(run, asked_at=now())
+        expires_in = math.inf
+        if spec.answer_deadline is not None:
+            expires_in = spec.answer_deadline / 1000 - age(run.asked_at)
+        if expires_in <= 0:
+            raise await self._expire(link, run, spec)
         self._observe(spec.id, state=task.state, note=question.text)
-        async with self._ask_lock:
-            with anyio.move_on_after(self._left()):
+        with anyio.move_on_after(min(self._left(), expires_in)) as waiting:
+            async with self._ask_lock:
                 answer = await self.asker.ask(question)
                 if answer is not None and answer.strip():
                     self._observe(spec.id, state="working", note="answered")
-                    return answer
+                    return answer, run
+        if waiting.cancelled_caught and expires_in <= self._left():
+            raise await self._expire(link, run, spec)
         raise NeedsInputError(question)
+
+    async def _expire(self, link: AgentLink, run: RunRow, spec: StepSpec) -> AttemptFailedError:
+        seconds = (spec.answer_deadline or 0) / 1000
+        why = f"its question went unanswered for {seconds:g} s (answerDeadline)"
+        state = await self._cancel_remote(link, run, "expired", why)
+        self._observe(spec.id, note=why)
+        return AttemptFailedError(
+            f"{why}; its task was canceled on the agent ({state})", retryable=False
+        )
 
     def _finish(self, spec: StepSpec, run: RunRow, task: RemoteTask) -> Output:
         artifacts = list(task.artifacts)
@@ -575,6 +601,13 @@ def _field(data: object, path: str) -> object:
             return None
         data = data[key]
     return data
+
+
+def age(stamp: str | None) -> float:
+    """Seconds since a ledger timestamp (wall clock: it spans invocations)."""
+    if stamp is None:
+        return 0.0
+    return (datetime.now(UTC) - datetime.fromisoformat(stamp)).total_seconds()
 
 
 def _output(run: RunRow) -> Output:

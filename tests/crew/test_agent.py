@@ -4,6 +4,7 @@ another crew, and a question asked two crews down answered from the top."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from examples.crew.agent import CrewAgent, CrewConfig
@@ -12,25 +13,33 @@ from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
 
 
+@dataclass(frozen=True)
+class Behind:
+    specialist: CrewBackend
+    url: str  # the specialist's
+    crew: str  # the crew's
+
+
 async def behind_a_crew(
-    start_agent: StartAgent, tmp_path: Path, prompt: str
-) -> tuple[CrewBackend, str]:
-    """A specialist, and a crew served as one agent whose one step `code` sends it `prompt`;
-    the specialist and the crew's URL."""
+    start_agent: StartAgent, tmp_path: Path, prompt: str, **step: object
+) -> Behind:
+    """A specialist, and a crew served as one agent whose one step `code` sends it `prompt`
+    (more keys of the step in `step`)."""
     specialist = CrewBackend()
     url = await start_agent(specialist)
     plan = tmp_path / "inner.json"
-    step = {"id": "code", "agent": "coder", "prompt": prompt}
+    step = {"id": "code", "agent": "coder", "prompt": prompt, **step}
     doc = {"name": "inner", "agents": {"coder": {"card": url}}, "steps": [step]}
     plan.write_text(json.dumps(doc))
     config = CrewConfig(plan=plan, ledger=tmp_path / "inner.sqlite3")
-    return specialist, await start_agent(CrewAgent(config), name="inner crew")
+    return Behind(specialist, url, await start_agent(CrewAgent(config), name="inner crew"))
 
 
 async def test_a_crew_is_a_step_of_another_crew(
     start_agent: StartAgent, crew: RunCrew, tmp_path: Path
 ) -> None:
-    specialist, inner = await behind_a_crew(start_agent, tmp_path, "say: {{input}}")
+    behind = await behind_a_crew(start_agent, tmp_path, "say: {{input}}")
+    specialist, inner = behind.specialist, behind.crew
     outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "hello"}])
     result = await crew(outer)
     assert result.outcome.state == "done", result.report
@@ -41,7 +50,8 @@ async def test_a_crew_is_a_step_of_another_crew(
 async def test_a_question_two_crews_down_is_answered_from_the_top(
     start_agent: StartAgent, crew: RunCrew, tmp_path: Path
 ) -> None:
-    specialist, inner = await behind_a_crew(start_agent, tmp_path, "ask: which name?")
+    behind = await behind_a_crew(start_agent, tmp_path, "ask: which name?")
+    specialist, inner = behind.specialist, behind.crew
     outer = plan_of({"team": inner}, [{"id": "delegate", "agent": "team", "prompt": "go"}])
     first = await crew(outer)
     assert first.outcome.state == "needs-input"
