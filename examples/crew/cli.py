@@ -123,7 +123,7 @@ async def _check(plan: Plan) -> int:
             print(
                 f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
                 f"{', '.join(link.versions)}; would use v{link.protocol} {link.binding} "
-                f"({'stream' if link.streaming else 'poll'})"
+                f"({link.mode})"
             )
     finally:
         await close(links)

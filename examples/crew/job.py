@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -14,6 +15,7 @@ from examples.crew.client import AgentError, AgentLink
 from examples.crew.events import Asker, Observer
 from examples.crew.ledger import JobRow, Ledger
 from examples.crew.plan import Plan
+from examples.crew.push import PushReceiver
 from examples.crew.report import AgentInfo, build_report
 from examples.crew.runner import Crew, JobOutcome
 
@@ -109,8 +111,59 @@ async def run_job(
     for link in links.values():
         observer.message(
             f"agent {link.name}: {link.card.name!r} speaks {', '.join(link.versions)}; using "
-            f"v{link.protocol} {link.binding} ({'stream' if link.streaming else 'poll'})"
+            f"v{link.protocol} {link.binding} ({link.mode})"
         )
+    async with AsyncExitStack() as stack:
+        if any(link.pushable for link in links.values()):
+            try:
+                receiver = await stack.enter_async_context(PushReceiver(job_id).running())
+            except BaseException:
+                await close(links)
+                raise
+            for link in links.values():
+                link.push = receiver if link.pushable else None
+        return await _run_crew(plan, ledger, job, links, asker=asker, observer=observer)
+
+
+def waiting_section(links: Mapping[str, AgentLink]) -> str:
+    """How the job waited on each agent, and what push saved against polling."""
+    lines = [
+        "",
+        "## Waiting on agents",
+        "",
+        "| agent | mode | GetTask calls | by push: tasks, time waited | polling would make |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    saved = 0
+    for name, link in sorted(links.items()):
+        would = ""
+        if link.push_tasks:
+            interval = link.spec.poll_interval / 1000
+            polls = len(link.push_tasks) + int(link.push_seconds / interval) if interval else 0
+            saved += max(polls - link.gets, 0)
+            would = f"~{polls} GetTask ({interval:g} s apart)"
+        waited = f"{len(link.push_tasks)}, {link.push_seconds:.1f} s" if link.push_tasks else ""
+        lines.append(f"| {name} | {link.mode} | {link.gets} | {waited} | {would} |")
+    receivers = {id(k.push): k.push for k in links.values() if k.push is not None}
+    for receiver in receivers.values():
+        lines.append("")
+        lines.append(
+            f"Push saved ~{saved} requests: {receiver.counts.received} notifications received, "
+            f"{receiver.counts.refused} refused (wrong token or job)."
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def _run_crew(
+    plan: Plan,
+    ledger: Ledger,
+    job: JobRow,
+    links: dict[str, AgentLink],
+    *,
+    asker: Asker,
+    observer: Observer,
+) -> JobResult:
+    job_id = job.job_id
     try:
         crew = Crew(
             plan,
@@ -127,4 +180,4 @@ async def run_job(
         await close(links)
     final = ledger.job(job_id) or job
     report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
-    return JobResult(outcome, report)
+    return JobResult(outcome, report + waiting_section(links))

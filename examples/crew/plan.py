@@ -80,8 +80,10 @@ class AgentSpec(Model):
         default="auto", description="auto: v1.0 when the card offers it, else v0.3"
     )
     binding: Literal["auto", "JSONRPC", "HTTP+JSON"] = "auto"
-    follow: Literal["auto", "stream", "poll"] = Field(
-        default="auto", description="auto: stream when the card says it can, else poll"
+    follow: Literal["auto", "stream", "poll", "push"] = Field(
+        default="auto",
+        description="auto: push when the card offers it and the agent is on this machine, "
+        "else stream when the card says it can, else poll",
     )
     poll_interval: Millis = 1000
 

@@ -325,7 +325,7 @@ class Crew:
             task_id=run.task_id,
             note="",
         )
-        via = f"v{link.protocol} {link.binding}, {'stream' if link.streaming else 'poll'}"
+        via = f"v{link.protocol} {link.binding}, {link.mode}"
         if run.via != via:
             run = self.ledger.update_run(run, via=via)
         budget = min(spec.deadline / 1000 if spec.deadline is not None else math.inf, self._left())
