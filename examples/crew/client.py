@@ -9,8 +9,10 @@ otherwise) and builds the SDK client for it. Everything it returns is plain data
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -261,7 +263,12 @@ class AgentLink:
 
     @classmethod
     async def connect(
-        cls, name: str, spec: AgentSpec, environ: Mapping[str, str] | None = None
+        cls,
+        name: str,
+        spec: AgentSpec,
+        environ: Mapping[str, str] | None = None,
+        *,
+        trace_id: str | None = None,
     ) -> AgentLink:
         env = os.environ if environ is None else environ
         headers: dict[str, str] = {}
@@ -270,7 +277,8 @@ class AgentLink:
             if not token:
                 raise AgentError(f"agent {name!r}: environment variable {spec.token_env} is unset")
             headers["Authorization"] = f"Bearer {token}"
-        http = httpx.AsyncClient(timeout=_TIMEOUT, headers=headers)
+        hooks = {"request": [_traced(trace_id)]} if trace_id else {}
+        http = httpx.AsyncClient(timeout=_TIMEOUT, headers=headers, event_hooks=hooks)
         try:
             card = await _read_card(http, spec.card_url)
             interface = choose_interface(card, spec)
@@ -435,6 +443,22 @@ class AgentLink:
                 token = page.next_page_token
                 if not token:
                     return None
+
+
+def trace_id_of(job_id: str) -> str:
+    """The job's W3C trace id: the same on every run of the job, so a resumed job goes on in
+    the trace it started."""
+    return hashlib.sha256(job_id.encode()).hexdigest()[:32]
+
+
+def _traced(trace_id: str) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx request hook putting the job's trace context on every call (card included):
+    a `traceparent` with the job's trace id and a span id of the call's own."""
+
+    async def hook(request: httpx.Request) -> None:
+        request.headers["traceparent"] = f"00-{trace_id}-{secrets.token_hex(8)}-01"
+
+    return hook
 
 
 def _streams(spec: AgentSpec, card: AgentCard) -> bool:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import anyio
 
-from examples.crew.client import AgentError, AgentLink
+from examples.crew.client import AgentError, AgentLink, trace_id_of
 from examples.crew.events import Asker, Observer
 from examples.crew.ledger import JobRow, Ledger
 from examples.crew.plan import Plan
@@ -55,7 +55,11 @@ def open_job(ledger: Ledger, plan: Plan, job_id: str, job_input: str | None) -> 
 
 
 async def connect(
-    plan: Plan, names: set[str], environ: Mapping[str, str] | None = None
+    plan: Plan,
+    names: set[str],
+    environ: Mapping[str, str] | None = None,
+    *,
+    trace_id: str | None = None,
 ) -> dict[str, AgentLink]:
     """Read every named agent's card at once; fail (closing the others) if any is unusable."""
     links: dict[str, AgentLink] = {}
@@ -63,7 +67,9 @@ async def connect(
 
     async def one(name: str) -> None:
         try:
-            links[name] = await AgentLink.connect(name, plan.agents[name], environ)
+            links[name] = await AgentLink.connect(
+                name, plan.agents[name], environ, trace_id=trace_id
+            )
         except AgentError as exc:
             errors.append(str(exc))
 
@@ -107,7 +113,7 @@ async def run_job(
     ledger.set_job_state(job_id, "running")
     done = {s for s, row in ledger.steps(job_id).items() if row.state == "done"}
     needed = {s.agent for s in plan.steps if s.id not in done}
-    links = await connect(plan, needed, environ)
+    links = await connect(plan, needed, environ, trace_id=trace_id_of(job_id))
     for link in links.values():
         observer.message(
             f"agent {link.name}: {link.card.name!r} speaks {', '.join(link.versions)}; using "
@@ -125,9 +131,14 @@ async def run_job(
         return await _run_crew(plan, ledger, job, links, asker=asker, observer=observer)
 
 
-def waiting_section(links: Mapping[str, AgentLink]) -> str:
-    """How the job waited on each agent, and what push saved against polling."""
+def waiting_section(job_id: str, links: Mapping[str, AgentLink]) -> str:
+    """The job's trace id; how the job waited on each agent, and what push saved."""
     lines = [
+        "",
+        "## Trace",
+        "",
+        f"Trace id `{trace_id_of(job_id)}`: every A2A call of this job carries it (a W3C "
+        "`traceparent` header); a daemon with tracing on continues it.",
         "",
         "## Waiting on agents",
         "",
@@ -180,4 +191,4 @@ async def _run_crew(
         await close(links)
     final = ledger.job(job_id) or job
     report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
-    return JobResult(outcome, report + waiting_section(links))
+    return JobResult(outcome, report + waiting_section(job_id, links))
