@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser("check", help="validate a plan and read every agent's card")
     check.add_argument("plan", type=Path)
+    check.add_argument(
+        "--ledger", type=Path, default=None, help="the ledger whose agent records to show"
+    )
     report = commands.add_parser("report", help="print a job's report from the ledger")
     report.add_argument("plan", type=Path)
     report.add_argument("--job", required=True)
@@ -116,15 +119,25 @@ async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
     return EXIT[outcome.outcome.state]
 
 
-async def _check(plan: Plan) -> int:
-    links = await connect(plan, set(plan.agents))
+async def _check(plan: Plan, ledger: Ledger | None) -> int:
+    """Every agent and alternate: what it speaks and how it would be used, and its record in
+    the ledger (success rate, latency). Exit 2 when a role has no usable agent."""
+    problems: dict[str, str] = {}
+    links = await connect(plan, set(plan.agents), problems=problems)
     try:
-        for name, link in sorted(links.items()):
-            print(
-                f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
-                f"{', '.join(link.versions)}; would use v{link.protocol} {link.binding} "
-                f"({link.mode})"
-            )
+        for role in sorted(plan.agents):
+            for name, spec in plan.candidates(role):
+                link = links.get(name)
+                if link is None:
+                    print(f"{name}: unusable at {spec.card_url}: {problems.get(name, '?')}")
+                else:
+                    print(
+                        f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
+                        f"{', '.join(link.versions)}; would use v{link.protocol} "
+                        f"{link.binding} ({link.mode})"
+                    )
+                if ledger is not None:
+                    print(f"  record: {ledger.agent_record(spec.card_url).describe()}")
     finally:
         await close(links)
     print(f"plan {plan.name!r}: ok; layers: " + " -> ".join("+".join(la) for la in plan.layers))
@@ -152,7 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         plan = load_plan(args.plan)
         if args.command == "check":
-            return anyio.run(_check, plan)
+            path = args.ledger or default_ledger()
+            book = Ledger(path) if path.exists() else None
+            try:
+                return anyio.run(_check, plan, book)
+            finally:
+                if book is not None:
+                    book.close()
         if args.command == "serve":
             return _serve(args, plan)
         ledger = Ledger(args.ledger or default_ledger())

@@ -60,25 +60,38 @@ async def connect(
     environ: Mapping[str, str] | None = None,
     *,
     trace_id: str | None = None,
+    problems: dict[str, str] | None = None,
 ) -> dict[str, AgentLink]:
-    """Read every named agent's card at once; fail (closing the others) if any is unusable."""
+    """Read the cards of every named role's agents (its own and its alternates, `role#n`) at
+    once; fail (closing the others) if a role has no usable agent. What was unusable goes
+    into `problems` (by agent name) when a role has another agent."""
     links: dict[str, AgentLink] = {}
-    errors: list[str] = []
+    errors: dict[str, str] = {}
 
     async def one(name: str) -> None:
         try:
             links[name] = await AgentLink.connect(
-                name, plan.agents[name], environ, trace_id=trace_id
+                name, plan.agent_spec(name), environ, trace_id=trace_id
             )
         except AgentError as exc:
-            errors.append(str(exc))
+            errors[name] = str(exc)
 
     async with anyio.create_task_group() as tg:
-        for name in sorted(names):
-            tg.start_soon(one, name)
-    if errors:
+        for role in sorted(names):
+            for name, _ in plan.candidates(role):
+                tg.start_soon(one, name)
+    dead = [
+        role
+        for role in sorted(names)
+        if not any(name in links for name, _ in plan.candidates(role))
+    ]
+    if dead:
         await close(links)
-        raise JobError("; ".join(sorted(errors)))
+        raise JobError(
+            "; ".join(errors[n] for role in dead for n, _ in plan.candidates(role) if n in errors)
+        )
+    if problems is not None:
+        problems.update(errors)
     return links
 
 
@@ -113,7 +126,10 @@ async def run_job(
     ledger.set_job_state(job_id, "running")
     done = {s for s, row in ledger.steps(job_id).items() if row.state == "done"}
     needed = {s.agent for s in plan.steps if s.id not in done}
-    links = await connect(plan, needed, environ, trace_id=trace_id_of(job_id))
+    problems: dict[str, str] = {}
+    links = await connect(plan, needed, environ, trace_id=trace_id_of(job_id), problems=problems)
+    for name, problem in sorted(problems.items()):
+        observer.message(f"agent {name} is unusable, its alternates take over: {problem}")
     for link in links.values():
         observer.message(
             f"agent {link.name}: {link.card.name!r} speaks {', '.join(link.versions)}; using "

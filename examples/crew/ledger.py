@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
     asked_at    TEXT,
+    card        TEXT,
     PRIMARY KEY (job_id, step_id, attempt)
 );
 CREATE TABLE IF NOT EXISTS agent_tasks (
@@ -74,7 +76,11 @@ CREATE TABLE IF NOT EXISTS agent_tasks (
 );
 """
 # Columns added after the first release, with their definitions: an older ledger gets them.
-ADDED_COLUMNS = {"runs": {"asked_at": "TEXT"}}
+ADDED_COLUMNS = {"runs": {"asked_at": "TEXT", "card": "TEXT"}}
+# What an agent's record counts: a run that ended `done` is a success; one that ended in a
+# state of its own making a failure; open runs, cancels by the crew (an abort) and expired
+# questions (nobody answered) count for neither.
+AGENT_FAILURES = frozenset({"failed", "rejected", "timeout", "invalid", "lost"})
 
 # Run states. `sending`: written before the message goes out. Then the remote task's own state
 # (`submitted`, `working`, `input-required`, `auth-required`, `completed` only transiently,
@@ -138,10 +144,39 @@ class RunRow:
     started_at: str = ""
     ended_at: str | None = None
     asked_at: str | None = None
+    card: str | None = None  # the card URL of the agent the run was sent to
 
     @property
     def open(self) -> bool:
         return self.state in OPEN_RUN_STATES
+
+
+@dataclass(frozen=True)
+class AgentRecord:
+    """How an agent did: tasks done, tasks failed (its own doing), latencies of the done."""
+
+    done: int
+    failed: int
+    latencies: tuple[float, ...]
+
+    @property
+    def success_rate(self) -> float | None:
+        total = self.done + self.failed
+        return self.done / total if total else None
+
+    def describe(self) -> str:
+        rate = self.success_rate
+        if rate is None:
+            return "no finished tasks yet"
+        text = f"{self.done}/{self.done + self.failed} tasks done ({rate:.0%})"
+        if self.latencies:
+            median = statistics.median(self.latencies)
+            text += f", latency median {median:.1f} s, max {self.latencies[-1]:.1f} s"
+        return text
+
+
+def _seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
 def _run(row: sqlite3.Row) -> RunRow:
@@ -265,7 +300,14 @@ class Ledger:
         return [_run(r) for r in rows]
 
     def new_run(
-        self, job_id: str, step_id: str, *, round_: int, agent: str, context_id: str
+        self,
+        job_id: str,
+        step_id: str,
+        *,
+        round_: int,
+        agent: str,
+        context_id: str,
+        card: str | None = None,
     ) -> RunRow:
         """A new attempt, numbered after every earlier one of the step (across rounds and
         invocations), so its messageId `<job>:<step>:<attempt>` is never reused."""
@@ -277,7 +319,7 @@ class Ledger:
             attempt = int(last) + 1
             db.execute(
                 "INSERT INTO runs (job_id, step_id, attempt, round, agent, message_id, context_id,"
-                " state, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', ?)",
+                " state, started_at, card) VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', ?, ?)",
                 (
                     job_id,
                     step_id,
@@ -287,9 +329,23 @@ class Ledger:
                     f"{job_id}:{step_id}:{attempt}",
                     context_id,
                     now(),
+                    card,
                 ),
             )
         return self.run(job_id, step_id, attempt)
+
+    def agent_record(self, card: str) -> AgentRecord:
+        """An agent's record over every job of this ledger (by card URL)."""
+        rows = self._db.execute(
+            "SELECT state, started_at, ended_at FROM runs WHERE card = ?", (card,)
+        ).fetchall()
+        latencies = sorted(
+            _seconds(r["started_at"], r["ended_at"])
+            for r in rows
+            if r["state"] == "done" and r["ended_at"]
+        )
+        failed = sum(1 for r in rows if r["state"] in AGENT_FAILURES)
+        return AgentRecord(len(latencies), failed, tuple(latencies))
 
     def run(self, job_id: str, step_id: str, attempt: int) -> RunRow:
         row = self._db.execute(

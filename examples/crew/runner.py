@@ -55,17 +55,21 @@ UNFINISHED_FOR_GOOD = frozenset({"failed", "skipped", "canceled", "needs-input"}
 class AttemptFailedError(Exception):
     """One attempt of a round failed; `retryable` says whether another attempt may help."""
 
-    def __init__(self, reason: str, *, retryable: bool, hint: str = "") -> None:
+    def __init__(
+        self, reason: str, *, retryable: bool, hint: str = "", switchable: bool = True
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.hint = hint
+        self.switchable = switchable  # whether an alternate agent may do better
 
 
 class StepFailedError(Exception):
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, switchable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.switchable = switchable
 
 
 class NeedsInputError(Exception):
@@ -275,6 +279,30 @@ class Crew:
             return _output(done[-1])
         open_runs = [r for r in runs if r.open]
         run = open_runs[-1] if open_runs else None
+        names = [name for name, _ in self.plan.candidates(spec.agent)]
+        # A re-run goes on with the agent the round was last sent to.
+        first = names.index(runs[-1].agent) if runs and runs[-1].agent in names else 0
+        usable = [n for n in names[first:] if n in self.links]
+        if run is not None and run.agent not in usable:  # its agent is unusable now
+            self.ledger.update_run(run, state="lost", detail="agent unusable; not followed")
+            run = None
+        for n, agent in enumerate(usable):
+            try:
+                return await self._attempts(spec, round_, owner, agent, run)
+            except StepFailedError as exc:
+                if not exc.switchable or n == len(usable) - 1 or self._left() <= 0:
+                    raise
+                self._observe(
+                    spec.id, agent=usable[n + 1], note=f"{agent} failed, next: {exc.reason}"
+                )
+                run = None
+        raise StepFailedError(f"no usable agent for {spec.agent!r}")
+
+    async def _attempts(
+        self, spec: StepSpec, round_: int, owner: StepSpec, agent: str, run: RunRow | None
+    ) -> Output:
+        """A round on one agent: retry on a retryable failure (`retries` more attempts,
+        `retryDelay` apart)."""
         hint = ""
         attempts = 0
         while True:
@@ -283,8 +311,9 @@ class Crew:
                     self.job_id,
                     spec.id,
                     round_=round_,
-                    agent=spec.agent,
+                    agent=agent,
                     context_id=self._context(spec),
+                    card=self.links[agent].spec.card_url,
                 )
                 self._fresh.add((spec.id, run.attempt))
             attempts += 1
@@ -293,7 +322,7 @@ class Crew:
             except AttemptFailedError as exc:
                 if not exc.retryable or attempts > spec.retries or self._left() <= 0:
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
-                    raise StepFailedError(exc.reason + suffix) from exc
+                    raise StepFailedError(exc.reason + suffix, switchable=exc.switchable) from exc
                 hint = exc.hint
                 self._observe(spec.id, state="retrying", note=exc.reason)
                 await anyio.sleep(spec.retry_delay / 1000)
@@ -301,7 +330,7 @@ class Crew:
             run = latest if latest.open else None
 
     async def _attempt(self, spec: StepSpec, run: RunRow, hint: str, owner: StepSpec) -> Output:
-        link = self.links[spec.agent]
+        link = self.links[run.agent]
         try:
             prompt = render(
                 spec.prompt,
@@ -311,7 +340,7 @@ class Crew:
                 outputs=self._outputs,
             )
         except TemplateError as exc:
-            raise AttemptFailedError(f"prompt: {exc}", retryable=False) from exc
+            raise AttemptFailedError(f"prompt: {exc}", retryable=False, switchable=False) from exc
         if hint:
             prompt += f"\n\n{hint}"
         if owner is not spec:  # a loop re-runs its verdict step: that step is busy again
@@ -503,7 +532,9 @@ class Crew:
         state = await self._cancel_remote(link, run, "expired", why)
         self._observe(spec.id, note=why)
         return AttemptFailedError(
-            f"{why}; its task was canceled on the agent ({state})", retryable=False
+            f"{why}; its task was canceled on the agent ({state})",
+            retryable=False,
+            switchable=False,
         )
 
     def _finish(self, spec: StepSpec, run: RunRow, task: RemoteTask) -> Output:
@@ -519,7 +550,11 @@ class Crew:
         if task.state != "completed":
             reason = task.note or f"the task ended {task.state}"
             self.ledger.update_run(run, state=task.state, detail=reason, **common)
-            raise AttemptFailedError(f"{task.state}: {reason}", retryable=task.state == "failed")
+            raise AttemptFailedError(
+                f"{task.state}: {reason}",
+                retryable=task.state == "failed",
+                switchable=task.state != "canceled",  # someone else's cancel: not the agent's
+            )
         output = to_output(artifacts)
         problem = schema_problem(output, spec.schema_)
         if problem is not None:
@@ -567,7 +602,7 @@ class Crew:
         refs = []
         for step_id in wanted:
             latest = self._latest.get(step_id)
-            if latest is not None and latest[0] == spec.agent and latest[1] not in refs:
+            if latest is not None and latest[0] == run.agent and latest[1] not in refs:
                 refs.append(latest[1])
         return refs
 
