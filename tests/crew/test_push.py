@@ -8,6 +8,7 @@ import re
 
 import anyio
 import httpx
+from a2a.types import ListTaskPushNotificationConfigsRequest
 
 from examples.crew.events import NobodyAsker, PresetAnswers
 from examples.crew.job import JobResult
@@ -15,6 +16,7 @@ from examples.crew.plan import parse_plan
 from examples.crew.push import TOKEN_HEADER, PushReceiver
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent
+from tests.crew.test_serve import sdk
 
 PUSH = {"enabled": True, "allowPrivateTargets": True, "backoff": 1}
 
@@ -82,3 +84,51 @@ async def test_the_webhook_refuses_a_notification_without_the_jobs_token() -> No
         assert right.status_code == 204
         assert await receiver.wait("t1", 10)
     assert (receiver.counts.received, receiver.counts.refused) == (1, 2)
+
+
+async def webhooks(url: str, task_id: str, other_than: str = "") -> list[str]:
+    """The webhook URLs of the task's push configs, once one is not `other_than`."""
+    client, http = await sdk(url)
+    try:
+        while True:
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=task_id)
+            )
+            found = [c.url for c in listed.configs]
+            if any(u != other_than for u in found):
+                return found
+            await anyio.sleep(0.02)
+    finally:
+        await http.aclose()
+
+
+async def test_a_resumed_task_is_followed_by_this_runs_webhook(
+    start_agent: StartAgent, crew: RunCrew
+) -> None:
+    agent = CrewBackend()
+    url = await start_agent(agent, push=PUSH)
+    plan = parse_plan(
+        {"agents": {"a": {"card": url}}, "steps": [{"id": "s", "agent": "a", "prompt": "block"}]},
+        {},
+    )
+    result: list[JobResult] = []
+
+    async def run(job_input: str | None) -> None:
+        result.append(await crew(plan, job_input))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:  # the first run stops (as on Ctrl-C)
+            tg.start_soon(run, "the input")
+            await agent.started.wait()
+            tg.cancel_scope.cancel()
+        [first] = await webhooks(url, agent.turns[0].task_id)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, None)
+            # This run's webhook replaces the first run's (gone with it).
+            assert await webhooks(url, agent.turns[0].task_id, other_than=first) != [first]
+            agent.release()
+    [done] = result
+    assert done.outcome.state == "done", done.report
+    # GetTask once as the run takes the task over, once to confirm what the push announced.
+    assert waiting_row(done.report, "a") == ("push", 2)
+    assert len(agent.turns) == 1  # followed, never sent again
