@@ -227,9 +227,10 @@ class CrewAgent(BackendBase):
                                     job=job_id,
                                 )
                             ]
-                        for event in ending:
-                            send.send_nowait(event)
                         finished.set()
+                        with contextlib.suppress(anyio.BrokenResourceError):  # turn gone
+                            for event in ending:
+                                send.send_nowait(event)
             self._jobs.pop(turn.task_id, None)
             self._ended.pop(turn.task_id).set()
 
