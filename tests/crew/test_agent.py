@@ -7,10 +7,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+from a2a.types import CancelTaskRequest, SendMessageRequest, TaskState
+
 from examples.crew.agent import CrewAgent, CrewConfig
 from examples.crew.events import NobodyAsker, PresetAnswers
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
+from tests.crew.test_serve import Seen, sdk, watch
+from tests.interop.conftest import user_msg
 
 
 @dataclass(frozen=True)
@@ -60,3 +65,28 @@ async def test_a_question_two_crews_down_is_answered_from_the_top(
     assert again.outcome.state == "done", again.report
     assert specialist.turns[-1].text == "slugify"
     assert len({t.task_id for t in specialist.turns}) == 1  # the answer went to its task
+
+
+async def test_canceling_the_crew_task_stops_the_job_not_the_specialists_task(
+    start_agent: StartAgent, tmp_path: Path
+) -> None:
+    behind = await behind_a_crew(start_agent, tmp_path, "block")
+    client, http = await sdk(behind.crew)
+    seen = Seen()
+    try:
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                request = SendMessageRequest(message=user_msg("go"))
+                tg.start_soon(watch, client.send_message(request), seen)
+                await behind.specialist.started.wait()
+                canceled = await client.cancel_task(CancelTaskRequest(id=seen.task_id))
+            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
+            assert behind.specialist.interrupted == []  # its task goes on, for a resume
+            behind.specialist.release()
+            again = user_msg("go on", context_id=seen.context_id)
+            resumed = await watch(client.send_message(SendMessageRequest(message=again)), Seen())
+    finally:
+        await http.aclose()
+    assert resumed.state == TaskState.TASK_STATE_COMPLETED, resumed
+    assert any(n.endswith(": resumed") for n in resumed.notes), resumed.notes
+    assert len(behind.specialist.turns) == 1  # followed, not sent again
