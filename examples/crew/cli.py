@@ -1,4 +1,5 @@
-"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `apply`).
+"""`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `apply`,
+`serve`).
 
 Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
 an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
@@ -10,12 +11,17 @@ such job.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from pathlib import Path
 
 import anyio
 
+from core import logs
+from core.server.serve import serve
+from core.settings import ConfigError, load
+from examples.crew.agent import serve_overrides
 from examples.crew.changes import ApplyError, apply_patch, job_patch
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
@@ -57,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser("check", help="validate a plan and read every agent's card")
     check.add_argument("plan", type=Path)
+    check.add_argument(
+        "--ledger", type=Path, default=None, help="the ledger whose agent records to show"
+    )
     report = commands.add_parser("report", help="print a job's report from the ledger")
     report.add_argument("plan", type=Path)
     report.add_argument("--job", required=True)
@@ -67,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--job", required=True)
     apply.add_argument("--to", type=Path, default=Path(), help="the checkout (default: here)")
     apply.add_argument("--ledger", type=Path, default=None)
+    serve = commands.add_parser("serve", help="serve the crew as one A2A agent")
+    serve.add_argument("plan", type=Path)
+    serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--ledger", type=Path, default=None, help="the SQLite ledger")
+    serve.add_argument("--state", type=Path, default=None, help="the daemon's task store directory")
     return parser
 
 
@@ -134,19 +149,63 @@ async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
     return EXIT[outcome.outcome.state]
 
 
-async def _check(plan: Plan) -> int:
-    links = await connect(plan, set(plan.agents))
+async def _check(plan: Plan, ledger: Ledger | None) -> int:
+    """Every agent and alternate: what it speaks and how it would be used, and its record in
+    the ledger (success rate, latency). Exit 2 when a role has no usable agent."""
+    problems: dict[str, str] = {}
+    links = await connect(plan, set(plan.agents), problems=problems)
     try:
-        for name, link in sorted(links.items()):
-            print(
-                f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
-                f"{', '.join(link.versions)}; would use v{link.protocol} {link.binding} "
-                f"({'stream' if link.streaming else 'poll'})"
-            )
+        for role in sorted(plan.agents):
+            for name, spec in plan.candidates(role):
+                link = links.get(name)
+                if link is None:
+                    print(f"{name}: unusable at {spec.card_url}: {problems.get(name, '?')}")
+                else:
+                    print(
+                        f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
+                        f"{', '.join(link.versions)}; would use v{link.protocol} "
+                        f"{link.binding} ({link.mode})"
+                    )
+                if ledger is not None:
+                    print(f"  record: {ledger.agent_record(spec.card_url).describe()}")
     finally:
         await close(links)
     print(f"plan {plan.name!r}: ok; layers: " + " -> ".join("+".join(la) for la in plan.layers))
     return 0
+
+
+def _serve(args: argparse.Namespace, plan: Plan) -> int:
+    """The crew behind our own daemon (examples/crew/agent.py); stops on SIGINT/SIGTERM."""
+    ledger = args.ledger or default_ledger()
+    state = args.state or ledger.parent
+    overrides = serve_overrides(
+        args.plan, plan, ledger=ledger, state=state, host=args.host, port=args.port
+    )
+    try:
+        settings = load(None, overrides=overrides)
+    except ConfigError as exc:
+        raise JobError(f"cannot serve: {exc}") from exc
+    logs.configure("info")
+    asyncio.run(serve(settings, lambda url: print(f"crew listening on {url}", flush=True)))
+    return 0
+
+
+def _report(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
+    job = ledger.job(args.job)
+    if job is None:
+        raise JobError(f"no job {args.job!r} in {ledger.path}")
+    print(build_report(plan, job, ledger, {}), end="")
+    return 0
+
+
+def _check_plan(args: argparse.Namespace, plan: Plan) -> int:
+    path = args.ledger or default_ledger()
+    book = Ledger(path) if path.exists() else None
+    try:
+        return anyio.run(_check, plan, book)
+    finally:
+        if book is not None:
+            book.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,16 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "apply":
             return _apply(args)
         plan = load_plan(args.plan)
-        if args.command == "check":
-            return anyio.run(_check, plan)
+        by_plan = {"check": _check_plan, "serve": _serve}
+        if args.command in by_plan:
+            return by_plan[args.command](args, plan)
         ledger = Ledger(args.ledger or default_ledger())
         try:
             if args.command == "report":
-                job = ledger.job(args.job)
-                if job is None:
-                    raise JobError(f"no job {args.job!r} in {ledger.path}")
-                print(build_report(plan, job, ledger, {}), end="")
-                return 0
+                return _report(args, plan, ledger)
             return anyio.run(_run, args, plan, ledger)
         finally:
             ledger.close()

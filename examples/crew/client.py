@@ -9,8 +9,10 @@ otherwise) and builds the SDK client for it. Everything it returns is plain data
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -35,6 +37,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskNotCancelableError,
+    TaskPushNotificationConfig,
     TaskState,
     UnsupportedOperationError,
 )
@@ -45,6 +48,7 @@ from packaging.version import InvalidVersion, Version
 from examples.crew.changes import PATCH_MEDIA_TYPE, is_patch_media
 from examples.crew.output import ArtifactView, PartView
 from examples.crew.plan import AgentSpec
+from examples.crew.push import PushReceiver
 
 TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
 INTERRUPTED = frozenset({"input-required", "auth-required"})
@@ -63,6 +67,10 @@ _STATES = {
 _BINDINGS = ("JSONRPC", "HTTP+JSON")
 _TIMEOUT = httpx.Timeout(30.0, read=120.0)
 T = TypeVar("T")
+# Without a word from the webhook for this long, a task followed by push is looked at anyway
+# (a lost notification); at least the plan's pollInterval.
+PUSH_FALLBACK = 30.0
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class AgentError(Exception):
@@ -227,7 +235,17 @@ class AgentLink:
         self.interface = interface
         self._client = client
         self._http = http
-        self.streaming = spec.follow != "poll" and card.capabilities.streaming
+        self.pushable = _pushable(spec, card)
+        self.streaming = _streams(spec, card)
+        self.push: PushReceiver | None = None  # set by the job when `pushable`
+        self.gets = 0  # GetTask calls made
+        self.push_tasks: set[str] = set()  # remote tasks followed by push
+        self.push_seconds = 0.0  # time spent waiting on the webhook
+
+    @property
+    def mode(self) -> str:
+        """How this link waits on a task: push, stream or poll."""
+        return "push" if self.pushable else "stream" if self.streaming else "poll"
 
     @property
     def protocol(self) -> str:
@@ -250,7 +268,12 @@ class AgentLink:
 
     @classmethod
     async def connect(
-        cls, name: str, spec: AgentSpec, environ: Mapping[str, str] | None = None
+        cls,
+        name: str,
+        spec: AgentSpec,
+        environ: Mapping[str, str] | None = None,
+        *,
+        trace_id: str | None = None,
     ) -> AgentLink:
         env = os.environ if environ is None else environ
         headers: dict[str, str] = {}
@@ -259,7 +282,8 @@ class AgentLink:
             if not token:
                 raise AgentError(f"agent {name!r}: environment variable {spec.token_env} is unset")
             headers["Authorization"] = f"Bearer {token}"
-        http = httpx.AsyncClient(timeout=_TIMEOUT, headers=headers)
+        hooks = {"request": [_traced(trace_id)]} if trace_id else {}
+        http = httpx.AsyncClient(timeout=_TIMEOUT, headers=headers, event_hooks=hooks)
         try:
             card = await _read_card(http, spec.card_url)
             interface = choose_interface(card, spec)
@@ -267,7 +291,7 @@ class AgentLink:
             only.CopyFrom(card)
             del only.supported_interfaces[:]
             only.supported_interfaces.append(interface)
-            streaming = spec.follow != "poll" and card.capabilities.streaming
+            streaming = _streams(spec, card)
             config = ClientConfig(
                 streaming=streaming,
                 polling=not streaming,
@@ -315,10 +339,10 @@ class AgentLink:
             parts=[Part(text=text), *files],
             reference_task_ids=list(reference_task_ids),
         )
-        request = SendMessageRequest(
-            message=message,
-            configuration=SendMessageConfiguration(return_immediately=not self.streaming),
-        )
+        configuration = SendMessageConfiguration(return_immediately=not self.streaming)
+        if self.push is not None and not task_id:  # an answer's task has its config already
+            configuration.task_push_notification_config.CopyFrom(self._push_config(""))
+        request = SendMessageRequest(message=message, configuration=configuration)
         last: Update | None = None
         async with _translated(), closing(self._client.send_message(request)) as events:
             async for event in events:
@@ -330,17 +354,20 @@ class AgentLink:
                 if update.reply is not None or _settled(update.state):
                     return
         if last is not None and not self.streaming:
-            async for update in self._poll(last.task_id):
+            async for update in self._wait(last.task_id):
                 yield update
 
     async def follow(self, task_id: str) -> AsyncIterator[Update]:
         """Yield a task's state now, then its changes until it ends or needs input."""
+        if self.push is not None:  # this run's webhook (a restarted crew has a new one)
+            async with _translated():
+                await self._client.create_task_push_notification_config(self._push_config(task_id))
         task = await self.get(task_id)
         yield Update(task.id, task.context_id, task.state, task.note)
         if _settled(task.state):
             return
         if not self.streaming:
-            async for update in self._poll(task_id):
+            async for update in self._wait(task_id):
                 yield update
             return
         async with _translated():
@@ -359,6 +386,32 @@ class AgentLink:
         task = await self.get(task_id)
         yield Update(task.id, task.context_id, task.state, task.note)
 
+    def _push_config(self, task_id: str) -> TaskPushNotificationConfig:
+        if self.push is None:
+            raise RuntimeError("no push receiver")
+        return TaskPushNotificationConfig(
+            task_id=task_id, url=self.push.webhook(), token=self.push.token
+        )
+
+    async def _wait(self, task_id: str) -> AsyncIterator[Update]:
+        """Until the task settles: by push when there is a receiver, else by polling."""
+        if self.push is None:
+            async for update in self._poll(task_id):
+                yield update
+            return
+        self.push_tasks.add(task_id)
+        fallback = max(PUSH_FALLBACK, self.spec.poll_interval / 1000)
+        while True:
+            started = anyio.current_time()
+            woke = await self.push.wait(task_id, fallback)
+            self.push_seconds += anyio.current_time() - started
+            if woke:
+                return  # the caller confirms with GetTask: a notification is only a hint
+            task = await self.get(task_id)
+            if _settled(task.state):
+                yield Update(task.id, task.context_id, task.state, task.note)
+                return
+
     async def _poll(self, task_id: str) -> AsyncIterator[Update]:
         state: str | None = None
         interval = self.spec.poll_interval / 1000
@@ -372,6 +425,7 @@ class AgentLink:
             await anyio.sleep(interval)
 
     async def get(self, task_id: str) -> RemoteTask:
+        self.gets += 1
         async with _translated():
             return to_remote(await self._client.get_task(GetTaskRequest(id=task_id)))
 
@@ -400,6 +454,40 @@ class AgentLink:
                 token = page.next_page_token
                 if not token:
                     return None
+
+
+def trace_id_of(job_id: str) -> str:
+    """The job's W3C trace id: the same on every run of the job, so a resumed job goes on in
+    the trace it started."""
+    return hashlib.sha256(job_id.encode()).hexdigest()[:32]
+
+
+def _traced(trace_id: str) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx request hook putting the job's trace context on every call (card included):
+    a `traceparent` with the job's trace id and a span id of the call's own."""
+
+    async def hook(request: httpx.Request) -> None:
+        request.headers["traceparent"] = f"00-{trace_id}-{secrets.token_hex(8)}-01"
+
+    return hook
+
+
+def _streams(spec: AgentSpec, card: AgentCard) -> bool:
+    return (
+        spec.follow in ("auto", "stream")
+        and not _pushable(spec, card)
+        and (card.capabilities.streaming)
+    )
+
+
+def _pushable(spec: AgentSpec, card: AgentCard) -> bool:
+    """Push when the plan asks for it, or by default when the card offers it and the agent is
+    on this machine (the crew's webhook listens on loopback only); only if the card offers
+    it (else polling, the fallback)."""
+    if not card.capabilities.push_notifications:
+        return False
+    host = httpx.URL(spec.card_url).host
+    return spec.follow == "push" or (spec.follow == "auto" and host in LOOPBACK_HOSTS)
 
 
 def _settled(state: str | None) -> bool:

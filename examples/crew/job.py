@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import anyio
 
 from examples.crew.changes import save_job_patch
-from examples.crew.client import AgentError, AgentLink
+from examples.crew.client import AgentError, AgentLink, trace_id_of
 from examples.crew.events import Asker, Observer
 from examples.crew.ledger import JobRow, Ledger
 from examples.crew.plan import Plan
+from examples.crew.push import PushReceiver
 from examples.crew.report import AgentInfo, build_report
 from examples.crew.runner import Crew, JobOutcome
 
@@ -54,24 +56,43 @@ def open_job(ledger: Ledger, plan: Plan, job_id: str, job_input: str | None) -> 
 
 
 async def connect(
-    plan: Plan, names: set[str], environ: Mapping[str, str] | None = None
+    plan: Plan,
+    names: set[str],
+    environ: Mapping[str, str] | None = None,
+    *,
+    trace_id: str | None = None,
+    problems: dict[str, str] | None = None,
 ) -> dict[str, AgentLink]:
-    """Read every named agent's card at once; fail (closing the others) if any is unusable."""
+    """Read the cards of every named role's agents (its own and its alternates, `role#n`) at
+    once; fail (closing the others) if a role has no usable agent. What was unusable goes
+    into `problems` (by agent name) when a role has another agent."""
     links: dict[str, AgentLink] = {}
-    errors: list[str] = []
+    errors: dict[str, str] = {}
 
     async def one(name: str) -> None:
         try:
-            links[name] = await AgentLink.connect(name, plan.agents[name], environ)
+            links[name] = await AgentLink.connect(
+                name, plan.agent_spec(name), environ, trace_id=trace_id
+            )
         except AgentError as exc:
-            errors.append(str(exc))
+            errors[name] = str(exc)
 
     async with anyio.create_task_group() as tg:
-        for name in sorted(names):
-            tg.start_soon(one, name)
-    if errors:
+        for role in sorted(names):
+            for name, _ in plan.candidates(role):
+                tg.start_soon(one, name)
+    dead = [
+        role
+        for role in sorted(names)
+        if not any(name in links for name, _ in plan.candidates(role))
+    ]
+    if dead:
         await close(links)
-        raise JobError("; ".join(sorted(errors)))
+        raise JobError(
+            "; ".join(errors[n] for role in dead for n, _ in plan.candidates(role) if n in errors)
+        )
+    if problems is not None:
+        problems.update(errors)
     return links
 
 
@@ -88,7 +109,7 @@ def agent_info(link: AgentLink) -> AgentInfo:
         versions=tuple(link.versions),
         protocol=link.protocol,
         binding=link.binding,
-        streaming=link.streaming,
+        mode=link.mode,
     )
 
 
@@ -106,12 +127,71 @@ async def run_job(
     ledger.set_job_state(job_id, "running")
     done = {s for s, row in ledger.steps(job_id).items() if row.state == "done"}
     needed = {s.agent for s in plan.steps if s.id not in done}
-    links = await connect(plan, needed, environ)
+    problems: dict[str, str] = {}
+    links = await connect(plan, needed, environ, trace_id=trace_id_of(job_id), problems=problems)
+    for name, problem in sorted(problems.items()):
+        observer.message(f"agent {name} is unusable, its alternates take over: {problem}")
     for link in links.values():
         observer.message(
             f"agent {link.name}: {link.card.name!r} speaks {', '.join(link.versions)}; using "
-            f"v{link.protocol} {link.binding} ({'stream' if link.streaming else 'poll'})"
+            f"v{link.protocol} {link.binding} ({link.mode})"
         )
+    async with AsyncExitStack() as stack:
+        if any(link.pushable for link in links.values()):
+            try:
+                receiver = await stack.enter_async_context(PushReceiver(job_id).running())
+            except BaseException:
+                await close(links)
+                raise
+            for link in links.values():
+                link.push = receiver if link.pushable else None
+        return await _run_crew(plan, ledger, job, links, asker=asker, observer=observer)
+
+
+def waiting_section(job_id: str, links: Mapping[str, AgentLink]) -> str:
+    """The job's trace id; how the job waited on each agent, and what push saved."""
+    lines = [
+        "",
+        "## Trace",
+        "",
+        f"Trace id `{trace_id_of(job_id)}`: every A2A call of this job carries it (a W3C "
+        "`traceparent` header); a daemon with tracing on continues it.",
+        "",
+        "## Waiting on agents",
+        "",
+        "| agent | mode | GetTask calls | by push: tasks, time waited | polling would make |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    saved = 0
+    for name, link in sorted(links.items()):
+        would = ""
+        if link.push_tasks:
+            interval = link.spec.poll_interval / 1000
+            polls = len(link.push_tasks) + int(link.push_seconds / interval) if interval else 0
+            saved += max(polls - link.gets, 0)
+            would = f"~{polls} GetTask ({interval:g} s apart)"
+        waited = f"{len(link.push_tasks)}, {link.push_seconds:.1f} s" if link.push_tasks else ""
+        lines.append(f"| {name} | {link.mode} | {link.gets} | {waited} | {would} |")
+    receivers = {id(k.push): k.push for k in links.values() if k.push is not None}
+    for receiver in receivers.values():
+        lines.append("")
+        lines.append(
+            f"Push saved ~{saved} requests: {receiver.counts.received} notifications received, "
+            f"{receiver.counts.refused} refused (wrong token or job)."
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def _run_crew(
+    plan: Plan,
+    ledger: Ledger,
+    job: JobRow,
+    links: dict[str, AgentLink],
+    *,
+    asker: Asker,
+    observer: Observer,
+) -> JobResult:
+    job_id = job.job_id
     try:
         crew = Crew(
             plan,
@@ -129,4 +209,4 @@ async def run_job(
     save_job_patch(ledger, job_id)
     final = ledger.job(job_id) or job
     report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
-    return JobResult(outcome, report)
+    return JobResult(outcome, report + waiting_section(job_id, links))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ CREATE TABLE IF NOT EXISTS runs (
     answers     INTEGER NOT NULL DEFAULT 0,
     started_at  TEXT NOT NULL,
     ended_at    TEXT,
+    asked_at    TEXT,
+    card        TEXT,
     PRIMARY KEY (job_id, step_id, attempt)
 );
 CREATE TABLE IF NOT EXISTS sent_changes (
@@ -74,13 +77,26 @@ CREATE TABLE IF NOT EXISTS sent_changes (
     source  TEXT NOT NULL,
     PRIMARY KEY (job_id, step_id, attempt, source)
 );
+CREATE TABLE IF NOT EXISTS agent_tasks (
+    task_id    TEXT PRIMARY KEY,
+    job_id     TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 """
+# Columns added after the first release, with their definitions: an older ledger gets them.
+ADDED_COLUMNS = {"runs": {"asked_at": "TEXT", "card": "TEXT"}}
+# What an agent's record counts: a run that ended `done` is a success; one that ended in a
+# state of its own making a failure; open runs, cancels by the crew (an abort) and expired
+# questions (nobody answered) count for neither.
+AGENT_FAILURES = frozenset({"failed", "rejected", "timeout", "invalid", "lost"})
 
 # Run states. `sending`: written before the message goes out. Then the remote task's own state
 # (`submitted`, `working`, `input-required`, `auth-required`, `completed` only transiently,
 # `failed`, `rejected`, `canceled`), or what the orchestrator concluded: `done` (completed and
 # valid), `invalid` (completed, but the artifact failed the schema), `timeout` (past its
-# deadline, canceled on the agent), `lost` (the agent stopped answering; the task may live on).
+# deadline, canceled on the agent), `lost` (the agent stopped answering; the task may live on),
+# `expired` (its question went unanswered past the step's answerDeadline; canceled on the agent).
+# `asked_at` is when the task's current question was first seen (reset by an answer).
 OPEN_RUN_STATES = frozenset(
     {"sending", "submitted", "working", "input-required", "auth-required", "lost", "completed"}
 )
@@ -135,10 +151,40 @@ class RunRow:
     answers: int = 0
     started_at: str = ""
     ended_at: str | None = None
+    asked_at: str | None = None
+    card: str | None = None  # the card URL of the agent the run was sent to
 
     @property
     def open(self) -> bool:
         return self.state in OPEN_RUN_STATES
+
+
+@dataclass(frozen=True)
+class AgentRecord:
+    """How an agent did: tasks done, tasks failed (its own doing), latencies of the done."""
+
+    done: int
+    failed: int
+    latencies: tuple[float, ...]
+
+    @property
+    def success_rate(self) -> float | None:
+        total = self.done + self.failed
+        return self.done / total if total else None
+
+    def describe(self) -> str:
+        rate = self.success_rate
+        if rate is None:
+            return "no finished tasks yet"
+        text = f"{self.done}/{self.done + self.failed} tasks done ({rate:.0%})"
+        if self.latencies:
+            median = statistics.median(self.latencies)
+            text += f", latency median {median:.1f} s, max {self.latencies[-1]:.1f} s"
+        return text
+
+
+def _seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
 def _run(row: sqlite3.Row) -> RunRow:
@@ -161,6 +207,11 @@ class Ledger:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        for table, columns in ADDED_COLUMNS.items():
+            have = {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, kind in columns.items():
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -198,6 +249,19 @@ class Ledger:
                 "UPDATE jobs SET state = ?, updated_at = ? WHERE job_id = ?",
                 (state, now(), job_id),
             )
+
+    def bind_task(self, task_id: str, job_id: str) -> None:
+        """The crew agent's task `task_id` (its caller's) belongs to job `job_id`."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO agent_tasks VALUES (?, ?, ?)", (task_id, job_id, now())
+            )
+
+    def job_of_task(self, task_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT job_id FROM agent_tasks WHERE task_id = ?", (task_id,)
+        ).fetchone()
+        return None if row is None else str(row["job_id"])
 
     # ----- steps -------------------------------------------------------------------------------
 
@@ -244,7 +308,14 @@ class Ledger:
         return [_run(r) for r in rows]
 
     def new_run(
-        self, job_id: str, step_id: str, *, round_: int, agent: str, context_id: str
+        self,
+        job_id: str,
+        step_id: str,
+        *,
+        round_: int,
+        agent: str,
+        context_id: str,
+        card: str | None = None,
     ) -> RunRow:
         """A new attempt, numbered after every earlier one of the step (across rounds and
         invocations), so its messageId `<job>:<step>:<attempt>` is never reused."""
@@ -256,7 +327,7 @@ class Ledger:
             attempt = int(last) + 1
             db.execute(
                 "INSERT INTO runs (job_id, step_id, attempt, round, agent, message_id, context_id,"
-                " state, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', ?)",
+                " state, started_at, card) VALUES (?, ?, ?, ?, ?, ?, ?, 'sending', ?, ?)",
                 (
                     job_id,
                     step_id,
@@ -266,9 +337,23 @@ class Ledger:
                     f"{job_id}:{step_id}:{attempt}",
                     context_id,
                     now(),
+                    card,
                 ),
             )
         return self.run(job_id, step_id, attempt)
+
+    def agent_record(self, card: str) -> AgentRecord:
+        """An agent's record over every job of this ledger (by card URL)."""
+        rows = self._db.execute(
+            "SELECT state, started_at, ended_at FROM runs WHERE card = ?", (card,)
+        ).fetchall()
+        latencies = sorted(
+            _seconds(r["started_at"], r["ended_at"])
+            for r in rows
+            if r["state"] == "done" and r["ended_at"]
+        )
+        failed = sum(1 for r in rows if r["state"] in AGENT_FAILURES)
+        return AgentRecord(len(latencies), failed, tuple(latencies))
 
     def run(self, job_id: str, step_id: str, attempt: int) -> RunRow:
         row = self._db.execute(

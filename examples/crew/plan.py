@@ -80,10 +80,23 @@ class AgentSpec(Model):
         default="auto", description="auto: v1.0 when the card offers it, else v0.3"
     )
     binding: Literal["auto", "JSONRPC", "HTTP+JSON"] = "auto"
-    follow: Literal["auto", "stream", "poll"] = Field(
-        default="auto", description="auto: stream when the card says it can, else poll"
+    follow: Literal["auto", "stream", "poll", "push"] = Field(
+        default="auto",
+        description="auto: push when the card offers it and the agent is on this machine, "
+        "else stream when the card says it can, else poll",
     )
     poll_interval: Millis = 1000
+    alternates: list[AgentSpec] = Field(
+        default_factory=list,
+        description="Agents that take the step over, in order, when this one is unreachable, "
+        "rejects the work or fails its retries",
+    )
+
+    @model_validator(mode="after")
+    def _flat(self) -> AgentSpec:
+        if any(a.alternates for a in self.alternates):
+            raise ValueError("an alternate has no alternates of its own")
+        return self
 
     @property
     def card_url(self) -> str:
@@ -134,6 +147,11 @@ class StepSpec(Model):
         default_factory=list,
         description="Steps whose patches (and their revisions') go with this step's message",
     )
+    answer_deadline: Millis | None = Field(
+        default=None,
+        description="How long an agent's question waits for an answer; then it expires: the "
+        "remote task is canceled and onFailure applies",
+    )
 
 
 class Plan(Model):
@@ -144,6 +162,18 @@ class Plan(Model):
     context_scope: Literal["job", "step"] = "job"
     agents: dict[str, AgentSpec]
     steps: list[StepSpec] = Field(min_length=1)
+
+    def candidates(self, role: str) -> list[tuple[str, AgentSpec]]:
+        """The agents that may do a role's steps, in order: the role's own (named `role`),
+        then its alternates (`role#1`, `role#2`, ...)."""
+        spec = self.agents[role]
+        return [(role, spec)] + [(f"{role}#{n}", a) for n, a in enumerate(spec.alternates, 1)]
+
+    def agent_spec(self, name: str) -> AgentSpec:
+        """The spec of a candidate name (`role` or `role#n`)."""
+        role, _, n = name.partition("#")
+        spec = self.agents[role]
+        return spec.alternates[int(n) - 1] if n else spec
 
     @model_validator(mode="after")
     def _graph(self) -> Plan:

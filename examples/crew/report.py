@@ -23,7 +23,7 @@ class AgentInfo:
     versions: tuple[str, ...]
     protocol: str
     binding: str
-    streaming: bool
+    mode: str  # how the crew waits on its tasks: push, stream or poll
 
 
 def _seconds(start: str, end: str | None) -> float | None:
@@ -200,9 +200,8 @@ def build_report(
         if info is None:
             out.append(f"| {name} | {spec_agent.card_url} | | | not contacted in this run |")
             continue
-        mode = "stream" if info.streaming else "poll"
         out.append(
             f"| {name} | {info.card_url} | {_cell(info.name)} | {', '.join(info.versions)} | "
-            f"v{info.protocol} {info.binding}, {mode} |"
+            f"v{info.protocol} {info.binding}, {info.mode} |"
         )
     return "\n".join(out) + "\n"

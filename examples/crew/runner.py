@@ -11,7 +11,9 @@ Contract:
 - Each remote task runs under the step's deadline, capped by what is left of the job's; past
   it the task is canceled on the agent, and the step's retries and `onFailure` apply.
 - `input-required` goes to the `Asker` (the person running the crew); without an answer the
-  step stops with the question, and its task stays open for a later re-run to answer.
+  step stops with the question, and its task stays open for a later re-run to answer. With
+  `answerDeadline`, a question unanswered that long (counted from when it was first seen,
+  across re-runs) expires: its remote task is canceled and the step fails (`onFailure`).
 - A failure with `onFailure: abort` cancels the other running steps' remote tasks and skips
   the rest; with `continue`, steps that depend on it are skipped (a gap) and the others go on.
 - Cancelling the runner itself (Ctrl-C) leaves remote tasks running, for a re-run to pick up.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import NoReturn, TypeVar
 
 import anyio
@@ -54,17 +57,21 @@ UNFINISHED_FOR_GOOD = frozenset({"failed", "skipped", "canceled", "needs-input"}
 class AttemptFailedError(Exception):
     """One attempt of a round failed; `retryable` says whether another attempt may help."""
 
-    def __init__(self, reason: str, *, retryable: bool, hint: str = "") -> None:
+    def __init__(
+        self, reason: str, *, retryable: bool, hint: str = "", switchable: bool = True
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retryable = retryable
         self.hint = hint
+        self.switchable = switchable  # whether an alternate agent may do better
 
 
 class StepFailedError(Exception):
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, switchable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.switchable = switchable
 
 
 class NeedsInputError(Exception):
@@ -274,6 +281,30 @@ class Crew:
             return _output(done[-1])
         open_runs = [r for r in runs if r.open]
         run = open_runs[-1] if open_runs else None
+        names = [name for name, _ in self.plan.candidates(spec.agent)]
+        # A re-run goes on with the agent the round was last sent to.
+        first = names.index(runs[-1].agent) if runs and runs[-1].agent in names else 0
+        usable = [n for n in names[first:] if n in self.links]
+        if run is not None and run.agent not in usable:  # its agent is unusable now
+            self.ledger.update_run(run, state="lost", detail="agent unusable; not followed")
+            run = None
+        for n, agent in enumerate(usable):
+            try:
+                return await self._attempts(spec, round_, owner, agent, run)
+            except StepFailedError as exc:
+                if not exc.switchable or n == len(usable) - 1 or self._left() <= 0:
+                    raise
+                self._observe(
+                    spec.id, agent=usable[n + 1], note=f"{agent} failed, next: {exc.reason}"
+                )
+                run = None
+        raise StepFailedError(f"no usable agent for {spec.agent!r}")
+
+    async def _attempts(
+        self, spec: StepSpec, round_: int, owner: StepSpec, agent: str, run: RunRow | None
+    ) -> Output:
+        """A round on one agent: retry on a retryable failure (`retries` more attempts,
+        `retryDelay` apart)."""
         hint = ""
         attempts = 0
         while True:
@@ -282,8 +313,9 @@ class Crew:
                     self.job_id,
                     spec.id,
                     round_=round_,
-                    agent=spec.agent,
+                    agent=agent,
                     context_id=self._context(spec),
+                    card=self.links[agent].spec.card_url,
                 )
                 self._fresh.add((spec.id, run.attempt))
             attempts += 1
@@ -292,7 +324,7 @@ class Crew:
             except AttemptFailedError as exc:
                 if not exc.retryable or attempts > spec.retries or self._left() <= 0:
                     suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
-                    raise StepFailedError(exc.reason + suffix) from exc
+                    raise StepFailedError(exc.reason + suffix, switchable=exc.switchable) from exc
                 hint = exc.hint
                 self._observe(spec.id, state="retrying", note=exc.reason)
                 await anyio.sleep(spec.retry_delay / 1000)
@@ -300,7 +332,7 @@ class Crew:
             run = latest if latest.open else None
 
     async def _attempt(self, spec: StepSpec, run: RunRow, hint: str, owner: StepSpec) -> Output:
-        link = self.links[spec.agent]
+        link = self.links[run.agent]
         runs = self.ledger.runs(self.job_id)
         made = summaries(self.plan, runs, self._outputs)
         outputs = {k: replace(v, changes=made[k]) for k, v in self._outputs.items()}
@@ -313,7 +345,7 @@ class Crew:
                 outputs=outputs,
             )
         except TemplateError as exc:
-            raise AttemptFailedError(f"prompt: {exc}", retryable=False) from exc
+            raise AttemptFailedError(f"prompt: {exc}", retryable=False, switchable=False) from exc
         if hint:
             prompt += f"\n\n{hint}"
         if owner is not spec:  # a loop re-runs its verdict step: that step is busy again
@@ -327,7 +359,7 @@ class Crew:
             task_id=run.task_id,
             note="",
         )
-        via = f"v{link.protocol} {link.binding}, {'stream' if link.streaming else 'poll'}"
+        via = f"v{link.protocol} {link.binding}, {link.mode}"
         if run.via != via:
             run = self.ledger.update_run(run, via=via)
         budget = min(spec.deadline / 1000 if spec.deadline is not None else math.inf, self._left())
@@ -347,8 +379,8 @@ class Crew:
                     raise await self._past_deadline(link, run, spec, budget)
                 if task.state not in INTERRUPTED:
                     return self._finish(spec, run, task)
-                answer = await self._ask(spec, link, task)
-                run = self.ledger.update_run(run, answers=run.answers + 1)
+                answer, run = await self._ask(spec, link, task, run)
+                run = self.ledger.update_run(run, answers=run.answers + 1, asked_at=None)
                 send = (answer, f"{run.message_id}:answer:{run.answers}", ())
         except anyio.get_cancelled_exc_class():
             if self._aborting is not None and self._scopes[owner.id].cancel_called:
@@ -477,18 +509,43 @@ class Crew:
         self.ledger.update_run(run, state=state, detail=detail, ended_at=now())
         return remote
 
-    async def _ask(self, spec: StepSpec, link: AgentLink, task: RemoteTask) -> str:
+    async def _ask(
+        self, spec: StepSpec, link: AgentLink, task: RemoteTask, run: RunRow
+    ) -> tuple[str, RunRow]:
+        """The person's answer to the task's question. The question's age counts from when it
+        was first seen (kept in the ledger across invocations); past the step's
+        `answerDeadline` it expires: the remote task is canceled and the step fails."""
         question = Question(
             spec.id, link.name, task.id, task.note or "(the agent gave no question)", task.state
         )
+        if run.asked_at is None:
+            run = self.ledger.update_run(run, asked_at=now())
+        expires_in = math.inf
+        if spec.answer_deadline is not None:
+            expires_in = spec.answer_deadline / 1000 - age(run.asked_at)
+        if expires_in <= 0:
+            raise await self._expire(link, run, spec)
         self._observe(spec.id, state=task.state, note=question.text)
-        async with self._ask_lock:
-            with anyio.move_on_after(self._left()):
+        with anyio.move_on_after(min(self._left(), expires_in)) as waiting:
+            async with self._ask_lock:
                 answer = await self.asker.ask(question)
                 if answer is not None and answer.strip():
                     self._observe(spec.id, state="working", note="answered")
-                    return answer
+                    return answer, run
+        if waiting.cancelled_caught and expires_in <= self._left():
+            raise await self._expire(link, run, spec)
         raise NeedsInputError(question)
+
+    async def _expire(self, link: AgentLink, run: RunRow, spec: StepSpec) -> AttemptFailedError:
+        seconds = (spec.answer_deadline or 0) / 1000
+        why = f"its question went unanswered for {seconds:g} s (answerDeadline)"
+        state = await self._cancel_remote(link, run, "expired", why)
+        self._observe(spec.id, note=why)
+        return AttemptFailedError(
+            f"{why}; its task was canceled on the agent ({state})",
+            retryable=False,
+            switchable=False,
+        )
 
     def _finish(self, spec: StepSpec, run: RunRow, task: RemoteTask) -> Output:
         artifacts = list(task.artifacts)
@@ -503,7 +560,11 @@ class Crew:
         if task.state != "completed":
             reason = task.note or f"the task ended {task.state}"
             self.ledger.update_run(run, state=task.state, detail=reason, **common)
-            raise AttemptFailedError(f"{task.state}: {reason}", retryable=task.state == "failed")
+            raise AttemptFailedError(
+                f"{task.state}: {reason}",
+                retryable=task.state == "failed",
+                switchable=task.state != "canceled",  # someone else's cancel: not the agent's
+            )
         output = to_output(artifacts)
         problem = schema_problem(output, spec.schema_)
         if problem is not None:
@@ -551,7 +612,7 @@ class Crew:
         refs = []
         for step_id in wanted:
             latest = self._latest.get(step_id)
-            if latest is not None and latest[0] == spec.agent and latest[1] not in refs:
+            if latest is not None and latest[0] == run.agent and latest[1] not in refs:
                 refs.append(latest[1])
         return refs
 
@@ -585,6 +646,13 @@ def _field(data: object, path: str) -> object:
             return None
         data = data[key]
     return data
+
+
+def age(stamp: str | None) -> float:
+    """Seconds since a ledger timestamp (wall clock: it spans invocations)."""
+    if stamp is None:
+        return 0.0
+    return (datetime.now(UTC) - datetime.fromisoformat(stamp)).total_seconds()
 
 
 def _output(run: RunRow) -> Output:

@@ -1,0 +1,99 @@
+"""`agents.<role>.alternates`: an agent that is unreachable, or fails its retries, hands the
+step to the next alternate; the ledger keeps each agent's record (success rate, latency) and
+`check` shows it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from examples.crew.job import JobError
+from examples.crew.ledger import Ledger
+from examples.crew.plan import parse_plan
+from tests.crew.agents import CrewBackend, RoleBackend
+from tests.crew.conftest import RunCrew, StartAgent
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def closed_port() -> str:
+    """A loopback URL nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+async def test_an_unreachable_agent_and_one_that_fails_hand_the_step_to_alternates(
+    start_agent: StartAgent, crew: RunCrew, ledger: Ledger, tmp_path: Path
+) -> None:
+    failing = await start_agent(CrewBackend(), name="fails")
+    standby = await start_agent(RoleBackend({"role": "writer", "name": "standby"}))
+    dead = closed_port()
+    doc = {
+        "agents": {
+            "writer": {"card": dead, "alternates": [{"card": standby}]},
+            "tester": {"card": failing, "alternates": [{"card": standby}]},
+        },
+        "steps": [
+            {"id": "write", "agent": "writer", "prompt": "say: code"},
+            {
+                "id": "test",
+                "agent": "tester",
+                "prompt": "fail: no tests today",
+                "retries": 1,
+                "retryDelay": 0,
+            },
+        ],
+    }
+    plan = parse_plan(doc, {})
+    result = await crew(plan)
+    assert result.outcome.state == "done", result.report
+    runs = ledger.runs("job-1")
+    assert [(r.step_id, r.agent, r.state) for r in runs if r.step_id == "write"] == [
+        ("write", "writer#1", "done")
+    ]
+    assert [(r.agent, r.state) for r in runs if r.step_id == "test"] == [
+        ("tester", "failed"),
+        ("tester", "failed"),
+        ("tester#1", "done"),
+    ]
+    bad, good = (
+        ledger.agent_record(f"{failing}/.well-known/agent-card.json"),
+        (ledger.agent_record(f"{standby}/.well-known/agent-card.json")),
+    )
+    assert (bad.done, bad.failed, bad.success_rate) == (0, 2, 0.0)
+    assert (good.done, good.failed, good.success_rate) == (2, 0, 1.0)
+    assert len(good.latencies) == 2
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    checked = await anyio.run_process(
+        [sys.executable, "-m", "examples.crew", "check", str(path), "--ledger", str(ledger.path)],
+        cwd=REPO,
+        env={**os.environ},
+        check=False,
+    )
+    out = checked.stdout.decode()
+    assert checked.returncode == 0, checked.stderr.decode()
+    assert f"writer: unusable at {dead}/.well-known/agent-card.json" in out
+    assert "record: 0/2 tasks done (0%)" in out
+    assert "record: 2/2 tasks done (100%), latency median" in out
+
+
+async def test_a_role_with_no_usable_agent_fails_the_job_before_sending(
+    crew: RunCrew, ledger: Ledger
+) -> None:
+    doc = {
+        "agents": {"writer": {"card": closed_port(), "alternates": [{"card": closed_port()}]}},
+        "steps": [{"id": "write", "agent": "writer", "prompt": "say: code"}],
+    }
+    with pytest.raises(JobError, match="card unreachable"):
+        await crew(parse_plan(doc, {}))
+    assert ledger.runs("job-1") == []
