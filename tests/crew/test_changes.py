@@ -8,6 +8,7 @@ workspace and really run pytest there (tests/crew/agents.py: `write:`, `read:`, 
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from pathlib import Path
@@ -15,14 +16,18 @@ from typing import Any
 
 import anyio
 import pytest
+from a2a.types import SendMessageRequest, TaskState
 
 from core.server.app import create_app
+from examples.crew.agent import CrewAgent, CrewConfig
 from examples.crew.changes import ApplyError, apply_patch, job_dir, job_patch
 from examples.crew.ledger import Ledger
 from examples.crew.plan import PlanError
 from tests.conftest import make_settings
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import MakeServer, RunCrew, StartAgent, plan_of
+from tests.crew.test_serve import Seen, sdk, watch
+from tests.interop.conftest import user_msg
 from tests.support.git_repo import git, make_repository
 
 REPO = Path(__file__).resolve().parents[2]
@@ -286,3 +291,41 @@ async def test_a_retry_does_not_send_a_patch_its_failed_attempt_already_applied(
     first, *retries = (t.text for t in reviewer.turns)
     assert "The caller's patch to slugify.py was applied" in first
     assert retries == ["flaky: looks fine", "flaky: looks fine"]
+
+
+async def test_a_served_crew_ends_with_the_report_and_the_combined_patch(
+    tmp_path: Path, project: Path, start_agent: StartAgent, aiohttp_server: MakeServer
+) -> None:
+    coder, tester = CrewBackend(), CrewBackend()
+    agents = await two_agents(start_agent, project, tmp_path, implementer=coder, tester=tester)
+    plan = tmp_path / "plan.json"
+    doc = {"agents": {n: {"card": u} for n, u in agents.items()}}
+    plan.write_text(json.dumps({**doc, "steps": fix_until_green("implementer", "tester")}))
+    ledger = tmp_path / "crew.sqlite3"
+    served = create_app(
+        make_settings(agentCard={"name": "crew"}),
+        backend=CrewAgent(CrewConfig(plan=plan, ledger=ledger)),
+    )
+    url = str((await aiohttp_server(served)).make_url("")).rstrip("/")
+    client, http = await sdk(url)
+    try:
+        with anyio.fail_after(60):
+            request = SendMessageRequest(message=user_msg("make the tests pass"))
+            seen = await watch(client.send_message(request), Seen())
+    finally:
+        await http.aclose()
+
+    assert seen.state == TaskState.TASK_STATE_COMPLETED, seen
+    assert "report" in seen.artifacts
+    [part] = seen.artifacts["patch"]
+    assert part["filename"] == "changes.patch"
+    assert part["mediaType"] == "text/x-diff"
+    book = Ledger(ledger)
+    try:
+        job_id = book.job_of_task(seen.task_id)
+        assert job_id is not None
+        expected = job_patch(book, job_id)
+    finally:
+        book.close()
+    assert base64.b64decode(str(part["raw"])).decode() == expected
+    assert "+++ b/slugify.py" in expected
