@@ -38,7 +38,8 @@ from core.backend import BackendEvent, Diagnosis, Health, Turn
 from core.server.app import create_app
 from core.settings import Settings, load
 from tests.support.mock_models.anthropic import AnthropicMock
-from wrappers.claude import ClaudeBackend, options
+from wrappers.claude import options
+from wrappers.claude.backend import ClaudeBackend
 from wrappers.claude.config import ClaudeConfig
 
 V1 = {"A2A-Version": "1.0"}

@@ -287,8 +287,10 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"]["port"] = args.port
     try:
         settings = load(args.config, overrides=overrides)
-    except ConfigError as exc:
-        print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)
+        registry.require_sdk(settings.backend)
+    except (ConfigError, registry.MissingExtraError) as exc:
+        what = "config error: " if isinstance(exc, ConfigError) else ""
+        print(f"a2a-wrapper: {what}{exc}", file=sys.stderr)
         return EXIT_CONFIG
     for key in settings.server.auth.short_tokens():
         log.warning("auth.short_token", key=key, min_length=MIN_TOKEN_LENGTH)

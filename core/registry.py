@@ -21,6 +21,7 @@ brings it (`MissingExtraError`).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -43,24 +44,33 @@ class Builtin:
     """`package.module:attr` of its config model (imports no SDK)."""
     extra: str | None = None
     """The optional dependency (`pip install 'NAME[extra]'`) that brings its SDK."""
+    sdk: str | None = None
+    """The SDK's top-level module, when the backend cannot run without it."""
 
 
 BUILTIN: dict[str, Builtin] = {
     "echo": Builtin("wrappers.echo:SPEC", "wrappers.echo.config:EchoConfig"),
-    "claude": Builtin("wrappers.claude:SPEC", "wrappers.claude.config:ClaudeConfig", "claude"),
+    "claude": Builtin(
+        "wrappers.claude:SPEC", "wrappers.claude.config:ClaudeConfig", "claude", "claude_agent_sdk"
+    ),
     "codex": Builtin("wrappers.codex:SPEC", "wrappers.codex.config:CodexConfig", "codex"),
     "opencode": Builtin("wrappers.opencode:SPEC", "wrappers.opencode.config:OpencodeConfig"),
-    "copilot": Builtin("wrappers.copilot:SPEC", "wrappers.copilot.config:CopilotConfig", "copilot"),
-    "antigravity": Builtin(
-        "wrappers.antigravity:SPEC", "wrappers.antigravity.config:AntigravityConfig", "antigravity"
+    "copilot": Builtin(
+        "wrappers.copilot:SPEC", "wrappers.copilot.config:CopilotConfig", "copilot", "copilot"
     ),
-    "acp": Builtin("wrappers.acp:SPEC", "wrappers.acp.config:AcpConfig", "acp"),
-    "gemini": Builtin("wrappers.acp:GEMINI_SPEC", "wrappers.acp.config:GeminiConfig", "acp"),
+    "antigravity": Builtin(
+        "wrappers.antigravity:SPEC",
+        "wrappers.antigravity.config:AntigravityConfig",
+        "antigravity",
+        "google.antigravity",
+    ),
+    "acp": Builtin("wrappers.acp:SPEC", "wrappers.acp.config:AcpConfig", "acp", "acp"),
+    "gemini": Builtin("wrappers.acp:GEMINI_SPEC", "wrappers.acp.config:GeminiConfig", "acp", "acp"),
     "opencode-acp": Builtin(
-        "wrappers.acp:OPENCODE_SPEC", "wrappers.acp.config:OpencodeAcpConfig", "acp"
+        "wrappers.acp:OPENCODE_SPEC", "wrappers.acp.config:OpencodeAcpConfig", "acp", "acp"
     ),
     "copilot-acp": Builtin(
-        "wrappers.acp:COPILOT_SPEC", "wrappers.acp.config:CopilotAcpConfig", "acp"
+        "wrappers.acp:COPILOT_SPEC", "wrappers.acp.config:CopilotAcpConfig", "acp", "acp"
     ),
 }
 ENTRY_POINT_GROUP = "a2a_wrapper.backends"
@@ -104,16 +114,40 @@ def _load(target: str, name: str | None = None) -> object:
         module = importlib.import_module(module_name)
         return getattr(module, attr)
     except ModuleNotFoundError as exc:
-        builtin = BUILTIN.get(name or "")
-        missing = (exc.name or "").partition(".")[0]
-        if builtin is not None and builtin.extra and missing not in ("core", "wrappers"):
-            raise MissingExtraError(
-                f"backend {name!r} needs its agent SDK ({missing!r} is not installed): "
-                f"{install_command(builtin.extra)}"
-            ) from exc
-        raise UnknownBackendError(f"cannot load backend {target!r}: {exc}") from exc
+        raise _missing_extra(name, exc) or UnknownBackendError(
+            f"cannot load backend {target!r}: {exc}"
+        ) from exc
     except (ImportError, AttributeError) as exc:
         raise UnknownBackendError(f"cannot load backend {target!r}: {exc}") from exc
+
+
+def _missing_extra(name: str | None, exc: ModuleNotFoundError) -> MissingExtraError | None:
+    """The one-line error for a built-in whose SDK (a module outside this project) is missing."""
+    builtin = BUILTIN.get(name or "")
+    missing = (exc.name or "").partition(".")[0]
+    if builtin is None or not builtin.extra or missing in ("core", "wrappers", ""):
+        return None
+    return MissingExtraError(
+        f"backend {name!r} needs its agent SDK ({missing!r} is not installed): "
+        f"{install_command(builtin.extra)}"
+    )
+
+
+def require_sdk(name: str) -> None:
+    """Raise MissingExtraError when `name` is a built-in whose SDK is not installed (checked
+    without importing it, so `serve` says so before it starts anything)."""
+    builtin = BUILTIN.get(name)
+    if builtin is None or builtin.sdk is None or builtin.extra is None:
+        return
+    top = builtin.sdk.partition(".")[0]
+    found = importlib.util.find_spec(top) is not None
+    if found and top != builtin.sdk:
+        found = importlib.util.find_spec(builtin.sdk) is not None
+    if not found:
+        raise MissingExtraError(
+            f"backend {name!r} needs its agent SDK ({builtin.sdk!r} is not installed): "
+            f"{install_command(builtin.extra)}"
+        )
 
 
 def _target(name: str) -> str:
@@ -195,7 +229,12 @@ def resolve(name: str) -> BackendFactory:
 def create_backend(name: str, config: Any) -> Backend:
     """Build the backend `name` from its config: the validated block for a spec, `options`
     for a plain factory."""
-    backend = resolve(name)(config)
+    factory = resolve(name)
+    try:
+        # A built-in imports its agent's SDK here (its package's `create`).
+        backend = factory(config)
+    except ModuleNotFoundError as exc:
+        raise _missing_extra(name, exc) or exc from exc
     if not isinstance(backend, Backend):
         raise UnknownBackendError(f"backend {name!r} does not implement core.backend.Backend")
     return backend
