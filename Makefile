@@ -83,7 +83,7 @@ image-smoke:
 TCK ?=
 tck: $(STAMP)
 	@test -n "$(TCK)" || { echo "make tck TCK=path/to/a2a-tck (a clone of github.com/a2aproject/a2a-tck)"; exit 2; }
-	TCK=$(TCK) scripts/run-tck.sh
+	TCK=$(TCK) scripts/tck.sh
 
 # examples/crew: `make crew PLAN=examples/crew/crew.json INPUT="..." [JOB=id]` runs (or resumes) a
 # job against running agents; `make crew-demo` starts the mock models and four daemons with
