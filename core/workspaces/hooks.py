@@ -139,7 +139,7 @@ class WorkspaceHooks:
             commit = None
             if self._config.commit_turns:
                 commit = await manager.commit(
-                    workspace, f"a2a-wrapper: turn of task {turn.task_id}"
+                    workspace, f"a2a-wrapper: turn of task {turn.task_id}", after
                 )
         except (GitError, OSError):
             log.exception("workspace.changes_failed", context_id=turn.context_id)

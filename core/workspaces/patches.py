@@ -95,3 +95,22 @@ def _checked(raw: bytes, *, strip: bool) -> str:
     if path.parts and path.parts[0] == ".git":
         raise PatchError(f"the patch names a path inside .git ({text})")
     return str(path)
+
+
+_CONFLICT = re.compile(
+    r"^error: (?:patch failed: (?P<failed>.+?):\d+"
+    r"|(?P<missing>.+?): (?:does not exist in (?:index|working tree)|No such file or directory)"
+    r"|(?P<exists>.+?): already exists in (?:index|working directory)"
+    r"|(?P<link>.+?): (?:affected file .+ is )?beyond a symbolic link"
+    r"|(?P<other>.+?): .+)$",
+    re.MULTILINE,
+)
+
+
+def conflicting(stderr: str) -> list[str]:
+    names = []
+    for match in _CONFLICT.finditer(stderr):
+        name = next((g for g in match.groups() if g), None)
+        if name and name not in names:
+            names.append(name)
+    return names
