@@ -110,6 +110,8 @@ class WorkspaceManager:
         """The context's workspace, made now when it has none (or lost its directory)."""
         record = await self._store.workspace(principal, context_id)
         if record is not None and await anyio.Path(record.path).is_dir():
+            # In use again: no longer expired (what could not be saved is still in it).
+            await anyio.Path(self._expired_marker(record)).unlink(missing_ok=True)
             return await self.open(record)
         async with self._making:
             if record is not None:
@@ -461,16 +463,17 @@ class WorkspaceManager:
         for path in paths:
             await anyio.to_thread.run_sync(partial(shutil.rmtree, path, ignore_errors=True))
 
-    async def listing(self) -> list[tuple[WorkspaceRecord, int]]:
-        """Every workspace with its size in bytes (what `a2a-wrapper workspaces` prints)."""
+    async def listing(self) -> list[tuple[WorkspaceRecord, int, bool]]:
+        """Every workspace with its size in bytes and whether it expired but could not be
+        saved (kept, and retried): what `a2a-wrapper workspaces` prints."""
         return [
-            (r, await anyio.to_thread.run_sync(size, Path(r.path)))
+            (
+                r,
+                await anyio.to_thread.run_sync(size, Path(r.path)),
+                await anyio.Path(self._expired_marker(r)).is_file(),
+            )
             for r in await self._store.workspaces()
         ]
-
-    def expired(self, record: WorkspaceRecord) -> bool:
-        """Whether the workspace expired but could not be saved (kept, retried)."""
-        return self._expired_marker(record).is_file()
 
 
 def _count(text: str) -> int | None:
