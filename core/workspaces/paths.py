@@ -5,6 +5,7 @@ and the files of a work tree that reach outside it (symbolic and hard links)."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import anyio
@@ -53,35 +54,22 @@ def worktree_of(admin: Path) -> Path:
     return Path(worktree_file(admin)).parent
 
 
-def outside_links(top: Path) -> list[str]:
-    """The files under `top` (its `.git` left out) hard-linked to a file outside it: more
-    links than are found inside."""
-    seen: dict[tuple[int, int], list[str]] = {}
+def outside_links(top: Path, candidates: list[str]) -> list[str]:
+    """Those of `candidates` (paths under `top`) that are hard-linked to a file outside the
+    candidates: more links than are among them. Only the files that differ from HEAD are
+    candidates (an unchanged file reveals nothing), so no folder is walked."""
+    found: dict[tuple[int, int], list[str]] = {}
     links: dict[tuple[int, int], int] = {}
-    stack = [(top, "")]
-    while stack:
-        folder, prefix = stack.pop()
+    for name in candidates:
         try:
-            entries = list(os.scandir(folder))
+            info = (top / name).lstat()
         except OSError:
             continue
-        for entry in entries:
-            if not prefix and entry.name == ".git":
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if info.st_nlink > 1:
-                key = (info.st_dev, info.st_ino)
-                seen.setdefault(key, []).append(prefix + entry.name)
-                links[key] = info.st_nlink
-    return [p for key, paths in seen.items() if links[key] > len(paths) for p in paths]
+        if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+            key = (info.st_dev, info.st_ino)
+            found.setdefault(key, []).append(name)
+            links[key] = info.st_nlink
+    return [p for key, names in found.items() if links[key] > len(names) for p in names]
 
 
 def through_link(root: Path, path: str) -> bool:
@@ -111,12 +99,11 @@ async def mask_outside_links(
     """Stage each file of the index `env` names that is hard-linked to a file outside the
     work tree as a note saying so, never with that file's content (which the agent may not
     otherwise read); returns those files."""
-    linked = await anyio.to_thread.run_sync(outside_links, top)
-    if not linked:
-        return []
-    literal = {**env, "GIT_LITERAL_PATHSPECS": "1"}
-    listed = await git(*git_args, "ls-files", "-z", "--", *linked, env=literal)
-    tracked = [p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p]
+    listed = await git(
+        *git_args, "diff-index", "--cached", "--no-renames", "--name-only", "-z", "HEAD", env=env
+    )
+    changed = [p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p]
+    tracked = await anyio.to_thread.run_sync(outside_links, top, changed)
     if not tracked:
         return []
     blob = (await git(*git_args, "hash-object", "-w", "--stdin", stdin=OUTSIDE_LINK_NOTE)).strip()
