@@ -312,7 +312,7 @@ class WorkspaceManager:
         if before == after:
             return None
         where = workspace.git_args
-        diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames")
+        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
         patch = await git(*where, *diff, "--binary", before, after)
         numstat = (await git(*where, *diff, "--numstat", "-z", before, after)).split(b"\0")
         statuses = (await git(*where, *diff, "--name-status", "-z", before, after)).split(b"\0")
@@ -433,7 +433,14 @@ class WorkspaceManager:
         # the patch then holds everything since the base.
         since = "HEAD" if self.config.keep_branches else workspace.record.base
         patch = await git(
-            *workspace.git_args, "diff", "--binary", "--no-color", "--no-ext-diff", since, tree
+            *workspace.git_args,
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            since,
+            tree,
         )
         if not patch:
             return None
