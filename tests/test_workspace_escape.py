@@ -7,6 +7,7 @@ original checkout. The agent is `HostileBackend`, doing as an edit-only agent co
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ import anyio
 import pytest
 
 from core.server.keys import SERVICE
+from core.sessions.store import InMemorySessionStore
+from core.workspaces.config import WorkspaceConfig
+from core.workspaces.manager import WorkspaceManager
 from core.workspaces.naming import slug
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.git_repo import git, make_repository
@@ -174,3 +178,22 @@ async def test_a_git_file_pointing_at_the_repository_commits_only_on_the_context
     assert git(repo, "rev-parse", "a2a/ctx").strip() == data["commit"]
     assert git(repo, "show", "a2a/ctx:notes.txt") == "the agent's edit\n"
     untouched(repo, main)
+
+
+async def test_a_worktree_recorded_before_its_admin_directory_was_is_found_from_the_repository(
+    tmp_path: Path, repo: Path
+) -> None:
+    config = WorkspaceConfig(
+        mode="worktree", source=repo / "src", root=tmp_path / "ws", patches=tmp_path / "p"
+    )
+    store = InMemorySessionStore()
+    manager = WorkspaceManager(config, store)
+    made = await manager.ensure("alice", "old")
+    older = replace(made.record, git_dir=None)  # as a record of an earlier version
+    (made.top / ".git").write_text(f"gitdir: {repo / '.git'}\n")  # the agent's doing
+
+    opened = await manager.open(older)
+
+    assert (opened.git_dir, opened.top) == (made.git_dir, made.top)
+    assert made.git_dir.parent == repo / ".git" / "worktrees"
+    assert opened.path == made.top / "src", "the agent works in workingDirectory's sub-folder"
