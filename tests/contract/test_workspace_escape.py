@@ -4,8 +4,10 @@ and another context's worktree, a post-commit hook; or a `.git` file pointing at
 repository), and the daemon, committing each turn (`commitTurns`), runs none of those
 commands, reads and removes no other workspace, and never touches the original checkout.
 
-The tampering is a small Python script the agent runs in its cwd (no `$(...)`, which Gemini
-CLI refuses); `tests/test_workspace_escape.py` has the same cases with a scripted agent.
+The tampering is a small Python script the agent pipes into python3 in its cwd (naming no
+path outside it, which Copilot would ask about; no `$(...)`, which Gemini CLI refuses; not a
+file edit of `.git`, which Claude refuses); `tests/test_workspace_escape.py` has the same
+cases with a scripted agent.
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ def changes(task: dict[str, Any]) -> tuple[dict[str, Any], str]:
     return data["data"], base64.b64decode(patch["raw"]).decode()
 
 
-def tamper_script(where: Path, repository: Path, marker: Path, other: Path) -> Path:
+def python(code: str) -> str:
+    """A shell command that runs `code` with python3 in the agent's cwd."""
+    return f"echo {base64.b64encode(code.encode()).decode()} | base64 -d | python3"
+
+
+def tamper_script(repository: Path, marker: Path, other: Path) -> str:
     """What the agent runs in its cwd: a `.git/` folder of its own, borrowing the
     repository's objects, whose config runs `touch marker` three ways and whose work tree is
     another context's worktree."""
@@ -61,8 +68,7 @@ def tamper_script(where: Path, repository: Path, marker: Path, other: Path) -> P
         f'[filter "own"]\n\tclean = "{touch}"\n\tsmudge = cat\n'
     )
     objects = str(repository / ".git" / "objects")
-    script = where / "tamper.py"
-    script.write_text(
+    return (
         "import os, pathlib\n"
         "git = pathlib.Path('.git')\n"
         "if git.is_file():\n    git.unlink()\n"
@@ -76,7 +82,6 @@ def tamper_script(where: Path, repository: Path, marker: Path, other: Path) -> P
         "os.chmod(git / 'hooks/post-commit', 0o755)\n"
         "pathlib.Path('.gitattributes').write_text('* filter=own\\n')\n"
     )
-    return script
 
 
 def test_an_agent_whose_shell_makes_a_git_folder_of_its_own_runs_nothing_on_the_host(
@@ -89,20 +94,16 @@ def test_an_agent_whose_shell_makes_a_git_folder_of_its_own_runs_nothing_on_the_
     model.script([Shell("printf 'OTHER WORK\\n' > other.txt")])
     victim = run(agent, "Write other.txt.", other)
     theirs = Path(wrapper(victim)["workspace"]["path"])
-    script = tamper_script(agent.places.root, repository, marker, theirs)
-    model.script(
-        [Shell(f"python3 {script} && printf 'FIRST\\n' > notes.txt")],
-        [Shell(f"python3 {script} && printf 'SECOND\\n' > notes.txt")],
-    )
-    first = run(agent, "Edit notes.txt.", mine)
-    second = run(agent, "Edit notes.txt again.", mine)
+    tamper = python(tamper_script(repository, marker, theirs))
+    model.script([Shell(f"{tamper} && printf 'MINE\\n' > notes.txt")])
+    task = run(agent, "Edit notes.txt.", mine)
 
-    assert [state(t) for t in (victim, first, second)] == [COMPLETED] * 3, (first, second)
+    assert [state(t) for t in (victim, task)] == [COMPLETED] * 2, task
     assert not marker.exists(), "a command the agent wrote into its .git ran on the host"
-    data, patch = changes(second)
-    assert sorted(f["path"] for f in data["files"]) == ["notes.txt"], data
-    assert "-FIRST" in patch and "+SECOND" in patch and "OTHER" not in patch
-    branch = wrapper(second)["workspace"]["branch"]
+    data, patch = changes(task)
+    assert sorted(f["path"] for f in data["files"]) == [".gitattributes", "notes.txt"], data
+    assert "+MINE" in patch and "OTHER" not in patch
+    branch = wrapper(task)["workspace"]["branch"]
     assert git(repository, "rev-parse", branch).strip() == data["commit"]
     assert (theirs / "other.txt").read_text() == "OTHER WORK\n"
     assert git(repository, "show", f"{wrapper(victim)['workspace']['branch']}:other.txt")
@@ -115,9 +116,8 @@ def test_an_agent_that_points_its_git_file_at_the_repository_commits_only_on_its
 ) -> None:
     repository = agent.places.work
     main = git(repository, "rev-parse", "main").strip()
-    model.script(
-        [Shell(f"printf 'gitdir: {repository}/.git\\n' > .git && printf 'MINE\\n' > notes.txt")]
-    )
+    point = python(f"open('.git', 'w').write('gitdir: {repository}/.git\\n')")
+    model.script([Shell(f"{point} && printf 'MINE\\n' > notes.txt")])
     task = run(agent, "Edit notes.txt.", context())
 
     assert state(task) == COMPLETED, task
