@@ -197,3 +197,25 @@ async def test_a_worktree_recorded_before_its_admin_directory_was_is_found_from_
     assert (opened.git_dir, opened.top) == (made.git_dir, made.top)
     assert made.git_dir.parent == repo / ".git" / "worktrees"
     assert opened.path == made.top / "src", "the agent works in workingDirectory's sub-folder"
+
+
+async def test_in_copy_mode_a_git_folder_in_the_copy_runs_none_of_its_commands(
+    tmp_path: Path, repo: Path, make_client: MakeClient, hostile: HostileBackend
+) -> None:
+    marker = tmp_path / "owned-by-agent"
+
+    def tamper(workspace: Path) -> None:
+        if not (workspace / ".git").is_dir():
+            own_git_dir(workspace, repo, "".join(configs(marker, workspace / ".git").values()))
+            (workspace / ".gitattributes").write_text("* filter=own\n")
+
+    hostile.tamper["copied"] = tamper
+    config = settings(tmp_path, repo, mode="copy", commitTurns=True)
+    client = await make_client(config, backend_=hostile)
+    task = await send(client, "copied", "write: notes.txt=copied edit", ALICE)
+
+    assert task["status"]["state"] == COMPLETED
+    assert not marker.exists()
+    data, patch = changes(task)
+    assert sorted(f["path"] for f in data["files"]) == [".gitattributes", "notes.txt"]
+    assert "+copied edit" in patch
