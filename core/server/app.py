@@ -134,6 +134,7 @@ def create_app(
         tombstone_retention=retention,
         clock=clock,
         on_expired=workspaces.remove if workspaces.config.private else None,
+        on_sweep=workspaces.retry_expired if workspaces.config.private else None,
     )
     tasks = store or build_store(db)
     push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
