@@ -32,7 +32,7 @@ def test_claude_against_the_mock_model(tmp_path: Path) -> None:
             served.stop()
     finally:
         mock.terminate()
-        mock.wait(30)
+        mock.communicate(timeout=30)
 
     assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
     assert answer_text(task)
