@@ -13,11 +13,12 @@ from tests.conftest import Client, MakeClient, make_settings
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 
 
-async def echo_client(make_client: MakeClient, work: Path) -> Client:
+async def echo_client(make_client: MakeClient, work: Path, **more: Any) -> Client:
     settings = make_settings(
         backend="echo",
         echo={"workingDirectory": str(work), "chunkDelay": 1},
         output={"mode": "stream"},
+        **more,
     )
     backend = registry.create_backend("echo", settings.backend_config())
     return await make_client(settings, backend_=backend)
@@ -98,3 +99,22 @@ async def test_cancel_stops_it(make_client: MakeClient, tmp_path: Path) -> None:
         canceled = (await call(client, "CancelTask", {"id": started["id"]}))["result"]
 
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_under_ask_it_writes_only_what_the_caller_approves(
+    make_client: MakeClient, tmp_path: Path
+) -> None:
+    client = await echo_client(make_client, tmp_path, approvals={"mode": "ask"})
+
+    asked = await send(client, "write: a.txt\nyes")
+    approved = await send(client, "approve", messageId="m-2", taskId=asked["id"])
+    refused = await send(client, "write: b.txt\nno", messageId="m-3")
+    denied = await send(client, "deny", messageId="m-4", taskId=refused["id"])
+
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    question = asked["status"]["message"]["parts"][1]["data"]
+    assert (question["kind"], question["tool"]) == ("file", "write")
+    assert text_of(approved) == "Wrote a.txt (4 bytes)."
+    assert (tmp_path / "a.txt").read_text() == "yes\n"
+    assert text_of(denied) == "Not written: b.txt (denied)."
+    assert not (tmp_path / "b.txt").exists()
