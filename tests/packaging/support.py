@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.wire import rpc, user_message
+
 REPO = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).with_name("uv")
 DISTRIBUTION = "a2a-wrapper-daemon"
@@ -149,18 +151,8 @@ def echo_config(where: Path, storage: Path) -> Path:
 
 def send_message(url: str, text: str) -> dict[str, Any]:
     """One blocking v1.0 JSON-RPC SendMessage; the task it returns."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "SendMessage",
-        "params": {
-            "message": {
-                "role": "ROLE_USER",
-                "messageId": os.urandom(8).hex(),
-                "parts": [{"text": text}],
-            },
-        },
-    }
+    message = user_message(text, messageId=os.urandom(8).hex())
+    body = rpc("SendMessage", {"message": message})
     request = urllib.request.Request(  # noqa: S310 - the daemon on 127.0.0.1
         url.rstrip("/") + "/a2a/jsonrpc",
         data=json.dumps(body).encode(),
