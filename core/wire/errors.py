@@ -89,6 +89,13 @@ class UnsupportedOperationError(DaemonError):
     default_message = "This operation is not supported"
 
 
+class BusyError(UnsupportedOperationError):
+    """Too many turns are queued (a context's or the daemon's): the same message may succeed
+    later, so gRPC says RESOURCE_EXHAUSTED (retryable), not UNIMPLEMENTED."""
+
+    default_message = "Too many turns are queued; retry later"
+
+
 class BudgetExceededError(UnsupportedOperationError):
     """A budget (`budget.*`) is spent: the message is refused before anything is stored."""
 
@@ -145,6 +152,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     UnsupportedOperationError: WireForm(
         -32004, "UNSUPPORTED_OPERATION", 400, "UNIMPLEMENTED", -32004
     ),
+    BusyError: WireForm(-32004, "UNSUPPORTED_OPERATION", 429, "RESOURCE_EXHAUSTED", -32004),
     BudgetExceededError: WireForm(
         -32004, "UNSUPPORTED_OPERATION", 429, "RESOURCE_EXHAUSTED", -32004
     ),

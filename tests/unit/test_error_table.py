@@ -26,6 +26,7 @@ CASES = [
         "PUSH_NOTIFICATION_NOT_SUPPORTED",
     ),
     (e.UnsupportedOperationError, -32004, -32004, 400, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"),
+    (e.BusyError, -32004, -32004, 429, "RESOURCE_EXHAUSTED", "UNSUPPORTED_OPERATION"),
     (e.BudgetExceededError, -32004, -32004, 429, "RESOURCE_EXHAUSTED", "UNSUPPORTED_OPERATION"),
     (
         e.ContentTypeNotSupportedError,
