@@ -155,7 +155,10 @@ async def rest_not_found(request: web.Request, handler: Endpoint) -> web.StreamR
     except web.HTTPNotFound:
         if not request.path.startswith(REST_PREFIX):
             raise
-        return error_response(MethodNotFoundError(f"No REST route {request.path}"))
+        error = MethodNotFoundError(f"No REST route {request.path}")
+        observe.method(observe.OTHER, "1.0")
+        observe.failed(error)
+        return error_response(error)
     except web.HTTPMethodNotAllowed as exc:
         if not request.path.startswith(REST_PREFIX):
             raise
