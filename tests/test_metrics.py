@@ -125,7 +125,9 @@ async def test_caller_chosen_method_names_never_become_label_values(
             await client.post("/", json=legacy, headers={"A2A-Version": "0.3"})
             await client.get(f"/a2a/rest/{name}", headers=V1)
             await client.post(f"/v1/{name}:do", json={})
-            unknown = channel.unary_unary(f"/lf.a2a.v1.A2AService/{name}")
+            unknown: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                f"/lf.a2a.v1.A2AService/{name}"
+            )
             with pytest.raises(grpc.aio.AioRpcError):
                 await unknown(b"", metadata=(("a2a-version", "1.0"),))
     after = await scrape(client)

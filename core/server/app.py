@@ -153,7 +153,7 @@ def create_app(
         hooks=build_hooks(settings),
         push=push,
         turn_hooks=chain(budgets, workspace_hooks),
-        admission_check=budgets.refuse,
+        budget=budgets,
         message_check=workspace_hooks.refuse,
         observer=observers.turns,
         remote=remote,

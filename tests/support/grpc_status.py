@@ -10,7 +10,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 def error_reason(error: grpc.RpcError) -> str:
     """The ErrorInfo reason of the status details (the A2A domain's), asserting it is there."""
-    trailers: Any = error.trailing_metadata()  # type: ignore[attr-defined]  # on every call error
+    trailers: Any = error.trailing_metadata()
     details = next(v for k, v in trailers or () if k == "grpc-status-details-bin")
     status = status_pb2.Status.FromString(details)
     info = error_details_pb2.ErrorInfo()
