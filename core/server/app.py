@@ -32,7 +32,7 @@ from core.server.keys import (
     SETTINGS,
 )
 from core.server.push_sender import HttpPushSender
-from core.server.rest_common import Endpoint, rest_not_found
+from core.server.rest_common import Endpoint, rest_not_found, uri_too_long
 from core.server.storage import (
     Database,
     build_database,
@@ -110,7 +110,13 @@ def create_app(
     observers = build_observers(settings, agent, tracer_provider)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
+        middlewares=[
+            bind_request_id,
+            uri_too_long,
+            auth.middleware,
+            *observers.middlewares,
+            rest_not_found,
+        ],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
@@ -225,6 +231,9 @@ async def _ready(request: web.Request) -> web.Response:
     return web.json_response(body, status=503)
 
 
+MAX_LOGGED_PATH = 200  # characters of a path a log line shows (a caller picks its length)
+
+
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Every log line of a request (and of the turns it starts) carries its request_id; one
@@ -244,7 +253,7 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
             log.info(
                 "http.request",
                 method=request.method,
-                path=request.path,
+                path=request.path[:MAX_LOGGED_PATH],
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )

@@ -26,6 +26,7 @@ from core.wire.errors import (
     MethodNotAllowedError,
     MethodNotFoundError,
     PushNotificationNotSupportedError,
+    UriTooLongError,
     protocol_name,
     rest_error,
 )
@@ -145,6 +146,21 @@ async def _frames(events: Events, *, debug: bool) -> AsyncIterator[bytes]:
         error = as_daemon_error(exc, debug=debug)
         observe.failed(error)
         yield frame(rest_error(error)[1], event="error")
+
+
+# aiohttp reads a request line up to MAX_REQUEST_LINE bytes (its default, 8190, would cut a
+# longer one off with a bare 400 and close the connection on bytes still in flight, which the
+# client sees as a reset); a request target over MAX_URI bytes is answered 414 here instead.
+MAX_REQUEST_LINE = 2 * 1024 * 1024
+MAX_URI = 8190
+
+
+@web.middleware
+async def uri_too_long(request: web.Request, handler: Endpoint) -> web.StreamResponse:
+    """A request whose URI is over MAX_URI bytes gets 414 in the REST error form."""
+    if len(request.raw_path) > MAX_URI:
+        return error_response(UriTooLongError(f"The request's URI is longer than {MAX_URI} bytes"))
+    return await handler(request)
 
 
 @web.middleware

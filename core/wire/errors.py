@@ -48,6 +48,10 @@ class PayloadTooLargeError(InvalidRequestError):
     default_message = "Request body too large"
 
 
+class UriTooLongError(InvalidRequestError):
+    default_message = "The request's URI is too long"
+
+
 class MethodNotFoundError(DaemonError):
     default_message = "Method not found"
 
@@ -137,6 +141,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     ParseError: WireForm(-32700, "PARSE_ERROR", 400, "INVALID_ARGUMENT", -32700),
     InvalidRequestError: WireForm(-32600, "INVALID_REQUEST", 400, "INVALID_ARGUMENT", -32600),
     PayloadTooLargeError: WireForm(-32600, "INVALID_REQUEST", 413, "INVALID_ARGUMENT", -32600),
+    UriTooLongError: WireForm(-32600, "INVALID_REQUEST", 414, "INVALID_ARGUMENT", -32600),
     MethodNotFoundError: WireForm(-32601, "METHOD_NOT_FOUND", 404, "NOT_FOUND", -32601),
     MethodNotAllowedError: WireForm(-32601, "METHOD_NOT_FOUND", 405, "UNIMPLEMENTED", -32601),
     InvalidParamsError: WireForm(-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", -32602),
