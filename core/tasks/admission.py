@@ -173,12 +173,10 @@ class Admission:
         reservation awaits, so no other admission runs between the check and the hold."""
         if message.task_id:
             task = await self._queries.load(principal, message.task_id)
+            # Only once the task may continue: a turn of it still in flight keeps its own
+            # reservation (reservations are by task).
+            run = self._continuable(principal, task, message)
             self.budget.reserve(principal, task.context_id, task.id)
-            try:
-                run = self._continuable(principal, task, message)
-            except BaseException:
-                self.budget.unreserve(task.id)
-                raise
             return run, message.model_copy(update={"context_id": task.context_id})
         context_id = message.context_id or new_id()
         task_id = new_id()
