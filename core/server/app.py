@@ -110,13 +110,7 @@ def create_app(
     observers = build_observers(settings, agent, tracer_provider)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[
-            bind_request_id,
-            uri_too_long,
-            auth.middleware,
-            *observers.middlewares,
-            rest_not_found,
-        ],
+        middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
@@ -237,12 +231,13 @@ MAX_LOGGED_PATH = 200  # characters of a path a log line shows (a caller picks i
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Every log line of a request (and of the turns it starts) carries its request_id; one
-    line per request says how it ended (never its body: no prompts, no tokens)."""
+    line per request says how it ended (never its body: no prompts, no tokens). A URI too
+    long is answered 414 here, before anything else looks at the request."""
     started = time.perf_counter()
     status = 500
     with structlog.contextvars.bound_contextvars(request_id=os.urandom(6).hex()):
         try:
-            response = await handler(request)
+            response = uri_too_long(request) or await handler(request)
         except web.HTTPException as exc:
             status = exc.status
             raise
