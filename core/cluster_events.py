@@ -28,7 +28,7 @@ import structlog
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.pg_db import Conn, PostgresDatabase
+from core.pg_db import Conn, PostgresDatabase, count_of
 from core.tasks.pg_store import (
     CANCEL_CHANNEL,
     EVENTS_CHANNEL,
@@ -166,7 +166,10 @@ class ClusterEvents:
 
     async def _write_batch(self, batch: list[_Row]) -> None:
         try:
-            await self._db.run(partial(_append, rows=batch))
+            if not await self._db.run(partial(_append, rows=batch, replica=self._db.replica_id)):
+                # Fenced: this replica's lease expired (a turn of a context it lost).
+                log.warning("cluster.events_refused", events=len(batch))
+                self._db.doubt_lease()
         except Exception:
             log.exception("cluster.events_write_failed", events=len(batch))
         finally:
@@ -373,18 +376,25 @@ def _final(event: StreamResponse) -> bool:
     return status is not None and status.state.terminal
 
 
-async def _append(conn: Conn, rows: list[_Row]) -> None:
+async def _append(conn: Conn, rows: list[_Row], replica: str) -> bool:
+    """Append the rows, fenced like a task write: only while `replica`'s lease is live (False
+    otherwise, nothing written)."""
     principals, task_ids, kinds, bodies = (list(column) for column in zip(*rows, strict=True))
-    await conn.execute(
+    status = await conn.execute(
         "INSERT INTO task_events (principal, task_id, kind, body) "
-        "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+        "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) "
+        "WHERE EXISTS (SELECT 1 FROM replicas WHERE id = $5 AND expires_at > now())",
         principals,
         task_ids,
         kinds,
         bodies,
+        replica,
     )
+    if not count_of(status):
+        return False
     await conn.execute(
         "SELECT pg_notify($1, t) FROM (SELECT DISTINCT unnest($2::text[]) AS t) AS touched",
         EVENTS_CHANNEL,
         task_ids,
     )
+    return True

@@ -62,6 +62,13 @@ class PostgresDatabase:
         self.rows = UnreadableRows()
         # The database's clock minus this host's, measured at each lease write (see `clock`).
         self._skew = timedelta(0)
+        # Called when a fenced write was refused (the heartbeat then checks the lease at once).
+        self.on_doubt: Callable[[], None] | None = None
+
+    def doubt_lease(self) -> None:
+        """A write fenced by this replica's lease was refused: it may have lost the lease."""
+        if self.on_doubt is not None:
+            self.on_doubt()
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -148,10 +155,12 @@ class PostgresDatabase:
         return db_now
 
     async def renew(self) -> bool:
-        """Extend this replica's lease by `lease_ttl` from now (the database's now); False
-        when the row is gone (a survivor already took this replica for dead)."""
+        """Extend this replica's lease by `lease_ttl` from now (the database's now), only while
+        it is live; False when it expired (or its row is gone): survivors may have taken its
+        contexts and failed its tasks, so it must stop its turns before it `rejoin`s."""
         renewed = await self._leased(
-            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1 RETURNING now()"
+            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1 AND expires_at > now() "
+            "RETURNING now()"
         )
         return renewed is not None
 
