@@ -98,9 +98,10 @@ class ClusterEvents:
 
     async def _listen(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Hold the LISTEN connection; when it is lost (the server restarted, a proxy cut
-        it), open a new one, every RELISTEN seconds until it works. Meanwhile watchers re-read
-        every RECHECK seconds; a cancel or a forwarded turn announced in the gap is not heard
-        (the sender's wait ends, bounded)."""
+        it), open a new one, every RELISTEN seconds until it works. PostgreSQL does not replay
+        what was announced in the gap, so nothing relies on one announcement: watchers re-read
+        every RECHECK seconds, a cancel is announced again every RECHECK seconds until its task
+        ends, and once listening again this replica re-reads the turns queued for it."""
         first = True
         while True:
             try:
@@ -122,6 +123,7 @@ class ClusterEvents:
                     task_status.started()
                 else:
                     log.info("cluster.listening_again")
+                    await self._queued_turns()
                 await lost.wait()
                 log.warning("cluster.listen_lost")
             finally:
@@ -131,6 +133,22 @@ class ClusterEvents:
             for waiting in self._waiters.values():
                 for wake in waiting:
                     wake.set()
+
+    async def _queued_turns(self) -> None:
+        """The turns other replicas queued for this one (announced or not): each is handed to
+        the taker again (taking one is a conditional update: a turn is taken once)."""
+        if self.turns is None:
+            return
+        try:
+            rows = await self._db.fetch(
+                "SELECT id FROM turn_requests WHERE target = $1 AND state = 'queued' ORDER BY id",
+                self._db.replica_id,
+            )
+        except Exception:
+            log.exception("cluster.turns_not_reread")
+            return
+        for row in rows:
+            self.turns.send_nowait(int(row["id"]))
 
     # ----- writing ---------------------------------------------------------------------------
 
@@ -254,14 +272,15 @@ class ClusterEvents:
                 self._forget(key, wake)
 
     async def cancel(self, principal: str, task_id: str) -> Task:
+        """Announced again at each RECHECK until the task ends: the owner's LISTEN connection
+        may have been down when it was first sent (a second cancel of a stopping turn is a
+        no-op there)."""
         notice = json.dumps({"principal": principal, "taskId": task_id})
         with anyio.move_on_after(self._cancel_wait):
             while True:
                 wake = self._waiter(task_id)
                 try:
-                    if notice:
-                        await self._db.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, notice)
-                        notice = ""
+                    await self._db.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, notice)
                     task = await self._stored(principal, task_id)
                     if task.status.state.terminal:
                         return task
