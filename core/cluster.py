@@ -25,6 +25,7 @@ from core.pg_db import PostgresDatabase
 from core.tasks.push import PushDispatcher
 from core.tasks.push_pg import PostgresPushStore
 from core.tasks.store import TaskStore
+from core.wire.errors import StorageUnavailableError
 
 log = structlog.get_logger(__name__)
 
@@ -74,6 +75,8 @@ class Cluster:
                 await self._wake.wait()
             try:
                 await self.check()
+            except StorageUnavailableError:
+                pass  # the database logs an outage once; the next heartbeat tries again
             except Exception:
                 log.exception("cluster.heartbeat_failed", replica=self.replica_id)
 

@@ -37,7 +37,7 @@ from core.tasks.pg_store import (
     status_event,
 )
 from core.tasks.store import ACTIVE_STATES
-from core.wire.errors import TaskNotFoundError
+from core.wire.errors import StorageUnavailableError, TaskNotFoundError
 from core.wire.models import StreamResponse, Task
 
 log = structlog.get_logger(__name__)
@@ -103,15 +103,19 @@ class ClusterEvents:
         every RECHECK seconds, a cancel is announced again every RECHECK seconds until its task
         ends, and once listening again this replica re-reads the turns queued for it."""
         first = True
+        failing = False
         while True:
             try:
                 listener = await asyncpg.connect(self._url)
             except (OSError, asyncpg.PostgresError):
                 if first:
                     raise
-                log.warning("cluster.listen_failed", retry_s=RELISTEN)
+                if not failing:  # once per outage, not every RELISTEN
+                    failing = True
+                    log.warning("cluster.listen_failed", retry_s=RELISTEN)
                 await anyio.sleep(RELISTEN)
                 continue
+            failing = False
             lost = anyio.Event()
             try:
                 listener.add_termination_listener(partial(_set, lost))
@@ -188,6 +192,8 @@ class ClusterEvents:
                 # Fenced: this replica's lease expired (a turn of a context it lost).
                 log.warning("cluster.events_refused", events=len(batch))
                 self._db.doubt_lease()
+        except StorageUnavailableError:
+            pass  # lost with the outage (logged once by the database); watchers re-read
         except Exception:
             log.exception("cluster.events_write_failed", events=len(batch))
         finally:

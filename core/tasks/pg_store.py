@@ -115,10 +115,7 @@ class PostgresTaskStore(PostgresStore):
         )
         if written is None:
             self._db.doubt_lease()
-            raise StaleWriteError(
-                f"task {task.id}: the write was refused (the task is terminal, or this "
-                "replica's lease expired)"
-            )
+            raise StaleWriteError
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
         return decode_task(self._db.unreadable, principal, task_id, body)

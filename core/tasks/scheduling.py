@@ -18,9 +18,9 @@ from core.tasks.lanes import Lane
 from core.tasks.observer import NO_OBSERVER, TurnObserver
 from core.tasks.queries import LiveRuns
 from core.tasks.run_state import RunState
-from core.tasks.store import StaleWriteError
 from core.tasks.task_run import TaskRun
 from core.tasks.turn_driver import TurnDriver, fail_crashed
+from core.wire.errors import StorageUnavailableError
 from core.wire.models import SendMessageRequest
 
 log = structlog.get_logger(__name__)
@@ -85,10 +85,10 @@ class Scheduler:
                             if run.state is RunState.QUEUED:
                                 self._observer.started(run, turn)
                                 await self._driver.run(run, turn)
-        except StaleWriteError as exc:
-            # The store refused the task's write (a replica that lost its lease, a task ended
-            # elsewhere): the turn is over here, nothing more is written for it.
-            log.warning("turn.write_refused", task_id=run.task.id, reason=str(exc))
+        except StorageUnavailableError as exc:
+            # The store refused the task's write (StaleWriteError: a replica that lost its
+            # lease, a task ended elsewhere) or cannot be reached: the turn is over here.
+            log.warning("turn.not_stored", task_id=run.task.id, error=type(exc).__name__)
         except Exception:  # noqa: BLE001 - fail_crashed logs it with its traceback
             await fail_crashed(run)
         finally:

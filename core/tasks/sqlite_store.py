@@ -111,7 +111,7 @@ class SqliteTaskStore:
         def write(conn: sqlite3.Connection) -> None:
             written = conn.execute(_SAVE, (*row, _TERMINAL_JSON)).rowcount
             if not written:
-                raise StaleWriteError(f"task {task.id} is terminal already")
+                raise StaleWriteError
 
         return self._db.run(write)
 

@@ -15,12 +15,12 @@ from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.sessions.manager import Lease, SessionManager
 from core.tasks.guard import backend_call
 from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.store import StaleWriteError
 from core.tasks.task_run import TaskRun, agent_message
 from core.tasks.turn_hooks import NO_TURN_HOOKS, StopTurnError, TurnHooks
 from core.tasks.turn_runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
+from core.wire.errors import StorageUnavailableError
 from core.wire.models import Part
 
 log = structlog.get_logger(__name__)
@@ -63,13 +63,13 @@ async def fail_crashed(run: TaskRun) -> None:
             log.exception("turn.crash_not_recorded", error_id=error_id, task_id=run.task.id)
 
 
-def _stop_reason(run: TaskRun, exc: StopTurnError | StaleWriteError) -> str:
+def _stop_reason(run: TaskRun, exc: StopTurnError | StorageUnavailableError) -> str:
     if isinstance(exc, StopTurnError):
         return exc.reason
-    # The store refused the task's write: this replica lost its lease (another one owns the
-    # context now) or the task ended elsewhere. The turn stops (its agent interrupted).
-    log.warning("turn.write_refused", task_id=run.task.id, reason=str(exc))
-    return str(exc)
+    # The store refused the task's write (StaleWriteError: this replica lost its lease, or
+    # the task ended elsewhere) or cannot be reached: the turn stops (its agent interrupted).
+    log.warning("turn.not_stored", task_id=run.task.id, error=type(exc).__name__)
+    return exc.message
 
 
 class TurnDriver:
@@ -181,7 +181,7 @@ class TurnDriver:
             return idle_timeout_reason(self._idle_timeout or 0)
         except ApprovalTimeoutError:
             return APPROVAL_TIMEOUT_REASON
-        except (StopTurnError, StaleWriteError) as exc:
+        except (StopTurnError, StorageUnavailableError) as exc:
             return _stop_reason(run, exc)
         except Exception as exc:
             error_id = new_error_id()
