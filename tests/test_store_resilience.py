@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.daemon import MakeDaemon
+from tests.support.daemon import EXE, MakeDaemon
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -307,9 +308,19 @@ def test_a_foreign_sqlite_file_is_refused_before_anything_is_written_in_it(
         conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
     before = db.read_bytes(), other.read_bytes()
 
-    line = _refused(daemons(_config(db)), db)
+    theirs = daemons(_config(db))
+    line = _refused(theirs, db)
     other_line = _refused(daemons(_config(other)), other)
 
+    listing = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "workspaces", str(theirs.config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listing.returncode == 3, listing.stderr
+    assert listing.stderr.startswith(f"a2a-wrapper: cannot open the storage at {db}: ")
     assert "another program's database (tables tasks are not a2a-wrapper's)" in line
     assert "tables invoices are not" in other_line
     assert (db.read_bytes(), other.read_bytes()) == before
