@@ -178,14 +178,6 @@ class ScriptedBackend:
             case _:
                 yield Text(turn.text)
 
-    async def _sleep(self, turn: Turn, seconds: str) -> AsyncIterator[BackendEvent]:
-        yield Progress("sleeping")
-        ends = time.monotonic() + float(seconds)
-        while time.monotonic() < ends:
-            await anyio.sleep(0.1)
-            self._journal(turn, "tick")
-        yield Text("slept")
-
     async def _permission(self, turn: Turn, tool: str) -> AsyncIterator[BackendEvent]:
         """Run `tool`, asking first when the turn says so (as a real agent's permission
         callback would: it waits for the reply while the turn is paused)."""
@@ -207,6 +199,14 @@ class ScriptedBackend:
                 return
         yield ToolCall("call-1", tool, {"command": tool})
         yield Text(f"ran {tool}")
+
+    async def _sleep(self, turn: Turn, seconds: str) -> AsyncIterator[BackendEvent]:
+        yield Progress("sleeping")
+        ends = time.monotonic() + float(seconds)
+        while time.monotonic() < ends:
+            await anyio.sleep(0.1)
+            self._journal(turn, "tick")
+        yield Text("slept")
 
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
         """The session this turn continues (or a new one), and its prompts before this turn.
