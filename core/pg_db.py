@@ -161,7 +161,7 @@ class PostgresDatabase:
                     async with conn.transaction():
                         return await fn(conn)
                 except asyncpg.InterfaceError as exc:
-                    if conn.is_closed():  # cut in the middle of the transaction
+                    if _cut(conn):  # in the middle of the transaction
                         raise ConnectionResetError(str(exc)) from exc
                     raise
 
@@ -231,6 +231,15 @@ class PostgresDatabase:
     async def live_replicas(self) -> set[str]:
         rows = await self.fetch("SELECT id FROM replicas WHERE expires_at > now()")
         return {r["id"] for r in rows}
+
+
+def _cut(conn: Conn) -> bool:
+    """Whether the connection was lost (the pool takes back a connection it saw break, and
+    the proxy then refuses every call)."""
+    try:
+        return conn.is_closed()
+    except asyncpg.InterfaceError:
+        return True
 
 
 def _new_replica_id() -> str:
