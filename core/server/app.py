@@ -165,7 +165,7 @@ def create_app(
         app[CLUSTER_TURNS].on_turn = service.admit_here
     if isinstance(db, PostgresDatabase):
         heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
-        app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
+        app[CLUSTER] = Cluster(db, tasks, heartbeat, push, on_lease_lost=service.stop_turns)
     if settings.server.grpc_port is not None:
         from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 
