@@ -31,7 +31,7 @@ import anyio
 from aiohttp import web
 
 from core import logs
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from tests.backends.codex.support import (
     MOCK_KEY_VARIABLE,
     MODEL,

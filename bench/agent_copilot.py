@@ -29,7 +29,7 @@ from aiohttp import web
 from copilot import CopilotClient, PermissionHandler, RuntimeConnection
 
 from core import logs
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from core.settings import load
 from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
 

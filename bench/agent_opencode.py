@@ -36,7 +36,7 @@ import aiohttp
 from aiohttp import web
 
 from core.backend import SessionBound, TextContent, Turn
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from core.settings import load
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock

@@ -11,9 +11,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import procfs
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from core.settings import Settings, load
-from core.tasks.store import InMemoryTaskStore, TaskStore
+from core.storage.tasks import InMemoryTaskStore, TaskStore
 from tests.support.daemon import Daemons, MakeDaemon
 from tests.support.orphans import still_running
 from tests.support.postgres import PostgresServer, fresh_database, running_server

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from core.pg_schema import LATEST, MIGRATIONS
+from core.storage.postgres.schema import LATEST, MIGRATIONS
 from tests.support.daemon import EXE, Daemon, MakeDaemon
 from tests.support.orphans import alive, await_file, await_logged, logged
 from tests.support.polling import until

@@ -7,11 +7,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from core.tasks.engine_config import EngineConfig, Limits
-from core.tasks.lanes import LaneFullError
-from core.tasks.service import TaskService
-from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore
+from core.engine.config import EngineConfig, Limits
+from core.engine.lanes import LaneFullError
+from core.engine.service import TaskService
+from core.storage.sqlite.tasks import SqliteTaskStore
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.errors import UnsupportedOperationError
 from core.wire.models import (
     ListTasksRequest,

@@ -1,5 +1,5 @@
 """Task events and cancels across replicas (storage.kind "postgres"): `ClusterEvents`
-implements the engine's `RemoteTasks` (core/tasks/remote.py).
+implements the engine's `RemoteTasks` (core/engine/remote.py).
 
 - Every event of a task that runs here is appended to `task_events` (its `seq` orders them)
   by one writer task, in the order the task published them, in batches (one transaction and
@@ -28,15 +28,15 @@ import structlog
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.pg_db import Conn, PostgresDatabase
-from core.tasks.pg_store import (
+from core.storage.postgres.database import Conn, PostgresDatabase
+from core.storage.postgres.tasks import (
     CANCEL_CHANNEL,
     EVENTS_CHANNEL,
     TURNS_CHANNEL,
     event_kind,
     status_event,
 )
-from core.tasks.store import ACTIVE_STATES
+from core.storage.tasks import ACTIVE_STATES
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import StreamResponse, Task
 
@@ -69,7 +69,7 @@ class ClusterEvents:
         self._send: MemoryObjectSendStream[_Row] | None = None
         self._cancels: MemoryObjectSendStream[tuple[str, str]] | None = None
         self.on_cancel: LocalCancel | None = None
-        # Turns other replicas queued for this one (core/cluster_turns.py reads them).
+        # Turns other replicas queued for this one (core/cluster/turns.py reads them).
         self.turns: MemoryObjectSendStream[int] | None = None
         self._recorded = 0
         self._written = 0

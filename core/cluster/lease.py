@@ -13,10 +13,10 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 
-from core.pg_db import PostgresDatabase
-from core.tasks.push import PushDispatcher
-from core.tasks.push_pg import PostgresPushStore
-from core.tasks.store import TaskStore
+from core.push.dispatcher import PushDispatcher
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.push import PostgresPushStore
+from core.storage.tasks import TaskStore
 
 log = structlog.get_logger(__name__)
 

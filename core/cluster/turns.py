@@ -3,14 +3,14 @@ the owner.
 
 A context is owned by one replica (`context_owners`), the one that ran its first turn; the
 owner keeps the warm agent, the agent's local session files and its working directory. The
-owner's lease is its replica lease (core/pg_db.py: one row per replica, renewed by the
-heartbeat, expiry from the database clock), so renewing it renews all its contexts at once.
+owner's lease is its replica lease (storage/postgres/database.py: one row per replica, renewed
+by the heartbeat, expiry from the database clock), so renewing it renews all its contexts at once.
 
 A turn that reaches another replica is queued in `turn_requests` for the owner and announced
 to it (NOTIFY on TURNS_CHANNEL); the owner takes it (a conditional UPDATE: taken once), admits
 it as if it had been sent there, and answers with the task id and the `seq` of the Task
 snapshot that starts its events. The receiving replica then serves the caller from the task's
-events (core/cluster_events.py): a stream, a blocking send or a non-blocking one alike. A
+events (core/cluster/events.py): a stream, a blocking send or a non-blocking one alike. A
 refusal (a busy context, a budget, a bad request) comes back as the same error. A context whose
 owner is not live (its lease expired, or it stopped) is taken by the replica that received the
 turn.
@@ -28,10 +28,10 @@ import structlog
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from core.cluster_events import ClusterEvents, RemoteWatch
-from core.pg_db import PostgresDatabase
-from core.tasks.pg_store import EVENTS_CHANNEL, TURNS_CHANNEL
-from core.tasks.push_store import PushVersion
+from core.cluster.events import ClusterEvents, RemoteWatch
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.tasks import EVENTS_CHANNEL, TURNS_CHANNEL
+from core.storage.push import PushVersion
 from core.wire import errors
 from core.wire.errors import DaemonError, InternalError
 from core.wire.models import SendMessageRequest
@@ -212,7 +212,7 @@ def _wire_kind(exc: DaemonError) -> str:
 
 
 class ReplicaTasks:
-    """The engine's `RemoteTasks` (core/tasks/remote.py): events and cancels
+    """The engine's `RemoteTasks` (core/engine/remote.py): events and cancels
     (`ClusterEvents`), ownership and forwarded turns (`ClusterTurns`)."""
 
     def __init__(self, events: ClusterEvents, turns: ClusterTurns) -> None:

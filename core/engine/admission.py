@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core.tasks.approvals import answer_of
-from core.tasks.engine_config import Limits
-from core.tasks.lanes import Lane, TurnLanes
-from core.tasks.limits import TurnSlots, check_message
-from core.tasks.push import PushDispatcher
-from core.tasks.push_configs import PushConfigs
-from core.tasks.push_store import PushVersion, StoredConfig
-from core.tasks.queries import LiveRuns, TaskQueries
-from core.tasks.run_state import RunState
-from core.tasks.task_run import TaskRun
+from core.engine.config import Limits
+from core.engine.lanes import Lane, TurnLanes
+from core.engine.limits import TurnSlots, check_message
+from core.engine.queries import LiveRuns, TaskQueries
+from core.engine.run_state import RunState
+from core.engine.task_run import TaskRun
+from core.engine.turn.approvals import answer_of
+from core.push.configs import PushConfigs
+from core.push.dispatcher import PushDispatcher
+from core.storage.push import PushVersion, StoredConfig
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError

@@ -1,5 +1,6 @@
 """The engine's section of the settings: every knob the task service reads, in its own units
-(seconds, timedelta), frozen. `Settings.engine()` builds it; tests build it directly."""
+(seconds, timedelta), frozen. `core.settings.sections.engine_config` builds it; tests build it
+directly."""
 
 from __future__ import annotations
 

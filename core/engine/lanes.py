@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from core.tasks.gate import Gate
+from core.engine.gate import Gate
 from core.wire.errors import UnsupportedOperationError
 
 

@@ -14,13 +14,13 @@ from anyio.abc import TaskGroup
 
 from core.backend import Backend
 from core.backend.base import serving
+from core.engine.config import EngineConfig
+from core.engine.queries import LiveRuns
+from core.engine.scheduling import Scheduler
+from core.engine.startup import BackendStartError, StorageStartError, failing_as
+from core.push.dispatcher import PushDispatcher
 from core.sessions.manager import SessionManager
-from core.tasks.engine_config import EngineConfig
-from core.tasks.push import PushDispatcher
-from core.tasks.queries import LiveRuns
-from core.tasks.scheduling import Scheduler
-from core.tasks.startup import BackendStartError, StorageStartError, failing_as
-from core.tasks.store import TaskStore
+from core.storage.tasks import TaskStore
 
 log = structlog.get_logger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
-from core.tasks.gate import Gate
+from core.engine.gate import Gate
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
 from core.wire.models import Message
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from core.backend import ToolCall, ToolResult, Turn, Usage
 
 if TYPE_CHECKING:
-    from core.tasks.task_run import TaskRun
+    from core.engine.task_run import TaskRun
 
 
 class TurnObserver(Protocol):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from core.tasks.push import PushDispatcher
-from core.tasks.store import TaskQuery, TaskStore
-from core.tasks.streams import apply_history_length
-from core.tasks.task_run import TaskRun
+from core.engine.streams import apply_history_length
+from core.engine.task_run import TaskRun
+from core.push.dispatcher import PushDispatcher
+from core.storage.tasks import TaskQuery, TaskStore
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import (
     DEFAULT_PAGE_SIZE,
@@ -29,7 +29,7 @@ class LiveRuns:
         push: PushDispatcher | None,
         record: Callable[[str, str, StreamResponse], None] | None = None,
     ) -> None:
-        """`record`: also hand every event to the other replicas (core/tasks/remote.py)."""
+        """`record`: also hand every event to the other replicas (core/engine/remote.py)."""
         self._store = store
         self._notify: Callable[[TaskRun, StreamResponse], None] | None = (
             push.notify if push is not None else None

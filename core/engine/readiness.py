@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import structlog
 
 from core.backend import Backend
-from core.tasks.store import TaskStore
+from core.storage.tasks import TaskStore
 
 log = structlog.get_logger(__name__)
 

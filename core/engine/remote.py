@@ -1,4 +1,4 @@
-"""What the engine asks of the other replicas (storage.kind "postgres"; core/cluster.py
+"""What the engine asks of the other replicas (storage.kind "postgres"; core/cluster/lease.py
 implements it): whether a task runs on another live replica, its events from there, and a
 cancel delivered to it. Without replicas (`NO_REMOTE`) every task is local."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from core.tasks.push_store import PushVersion
+from core.storage.push import PushVersion
 from core.wire.models import SendMessageRequest, StreamResponse, Task
 
 

@@ -10,15 +10,15 @@ import anyio
 from anyio.abc import TaskGroup
 
 from core.backend import Turn
-from core.tasks.admission import Admission
-from core.tasks.content import part_to_content
-from core.tasks.engine_config import Timeouts
-from core.tasks.lanes import Lane
-from core.tasks.observer import NO_OBSERVER, TurnObserver
-from core.tasks.queries import LiveRuns
-from core.tasks.run_state import RunState
-from core.tasks.task_run import TaskRun
-from core.tasks.turn_driver import TurnDriver, fail_crashed
+from core.engine.admission import Admission
+from core.engine.config import Timeouts
+from core.engine.lanes import Lane
+from core.engine.observer import NO_OBSERVER, TurnObserver
+from core.engine.queries import LiveRuns
+from core.engine.run_state import RunState
+from core.engine.task_run import TaskRun
+from core.engine.turn.content import part_to_content
+from core.engine.turn.driver import TurnDriver, fail_crashed
 from core.wire.models import SendMessageRequest
 
 SHUTDOWN_REASON = (

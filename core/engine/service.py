@@ -14,27 +14,27 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 
 from core.backend import Backend
+from core.engine import readiness
+from core.engine.admission import Admission, AdmissionCheck, MessageCheck
+from core.engine.config import EngineConfig
+from core.engine.lifecycle import Lifecycle
+from core.engine.observer import NO_OBSERVER, TurnObserver
+from core.engine.policy import NO_HOOKS, Hooks
+from core.engine.queries import LiveRuns, TaskQueries
+from core.engine.readiness import Readiness
+from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
+from core.engine.scheduling import Scheduler
+from core.engine.streams import EventStream, apply_history_length
+from core.engine.task_run import TaskRun
+from core.engine.turn.driver import TurnDriver
+from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
+from core.engine.turn.runner import TurnRunner
+from core.push.configs import PushConfigs
+from core.push.dispatcher import PushDispatcher
 from core.sessions.manager import SessionManager
-from core.sessions.store import InMemorySessionStore
-from core.tasks import readiness
-from core.tasks.admission import Admission, AdmissionCheck, MessageCheck
-from core.tasks.engine_config import EngineConfig
-from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.lifecycle import Lifecycle
-from core.tasks.observer import NO_OBSERVER, TurnObserver
-from core.tasks.push import PushDispatcher
-from core.tasks.push_configs import PushConfigs
-from core.tasks.push_store import PushVersion
-from core.tasks.queries import LiveRuns, TaskQueries
-from core.tasks.readiness import Readiness
-from core.tasks.remote import NO_REMOTE, EventSource, RemoteTasks
-from core.tasks.scheduling import Scheduler
-from core.tasks.store import TaskStore
-from core.tasks.streams import EventStream, apply_history_length
-from core.tasks.task_run import TaskRun
-from core.tasks.turn_driver import TurnDriver
-from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
-from core.tasks.turn_runner import TurnRunner
+from core.storage.push import PushVersion
+from core.storage.sessions import InMemorySessionStore
+from core.storage.tasks import TaskStore
 from core.wire.errors import (
     DaemonError,
     InternalError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 
-from core.tasks.remote import EventSource
+from core.engine.remote import EventSource
 from core.wire.models import StreamResponse, Task
 
 

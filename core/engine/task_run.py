@@ -28,13 +28,13 @@ import structlog
 from pydantic import JsonValue
 
 from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
-from core.latch import Latch
-from core.queued import Queued
-from core.tasks.broker import Subscription, TaskBroker
-from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
-from core.tasks.store import TaskStore
-from core.tasks.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
+from core.engine.broker import Subscription, TaskBroker
+from core.engine.policy import NO_HOOKS, Hooks
+from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
+from core.engine.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
+from core.storage.latch import Latch
+from core.storage.queued import Queued
+from core.storage.tasks import TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
 from core.wire.ids import new_id
@@ -53,7 +53,7 @@ log = structlog.get_logger(__name__)
 
 Notify = Callable[["TaskRun", StreamResponse], None]
 # The turn's session bookkeeping, queued beside the turn's final write when called (so it
-# shares its transaction on a shared SQLite file; core/queued.py), then awaited.
+# shares its transaction on a shared SQLite file; core/storage/queued.py), then awaited.
 TurnEnd = Callable[[], Queued[None]]
 
 
@@ -384,7 +384,7 @@ class TaskRun:
         """Store the snapshot; a turn's final state goes with its session bookkeeping, in the
         same transaction when both live in one SQLite file."""
         turn_end, self._turn_end = (self._turn_end, None) if final else (None, self._turn_end)
-        # Both writes are queued before either is awaited (core/queued.py): one batch.
+        # Both writes are queued before either is awaited (core/storage/queued.py): one batch.
         saved = self._store.save(self._principal, self._task)
         ended = turn_end() if turn_end is not None else None
         try:

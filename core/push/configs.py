@@ -7,8 +7,8 @@ from __future__ import annotations
 import builtins
 from collections.abc import Awaitable, Callable
 
-from core.tasks.push import PushDispatcher, PushTargetRefusedError
-from core.tasks.push_store import PushVersion, StoredConfig
+from core.push.dispatcher import PushDispatcher, PushTargetRefusedError
+from core.storage.push import PushVersion, StoredConfig
 from core.wire.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,

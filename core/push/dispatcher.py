@@ -29,8 +29,8 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.tasks.push_store import Delivery, PushStore, PushVersion, StoredConfig
-from core.tasks.task_run import TaskRun
+from core.engine.task_run import TaskRun
+from core.storage.push import Delivery, PushStore, PushVersion, StoredConfig
 from core.wire import v03
 from core.wire.models import StreamResponse, Task, TaskPushNotificationConfig
 

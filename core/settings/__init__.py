@@ -33,25 +33,22 @@ from pydantic_settings import (
 from core import registry
 from core.backend.config import Block
 from core.backend.spec import BackendSpec
-from core.settings_cluster import ClusterSettings, redacted_dsn
-from core.settings_engine import (
+from core.settings.cluster import ClusterSettings, redacted_dsn
+from core.settings.engine import (
     ApprovalSettings,
     HookSettings,
     OutputSettings,
     SessionSettings,
     TimeoutSettings,
-    engine_config,
 )
-from core.settings_server import (
+from core.settings.server import (
     PushSettings,
     ServerSettings,
     is_loopback,
 )
-from core.settings_usage import BudgetSettings, MetricsSettings, TracingSettings
-from core.settings_workspace import WorkspaceSettings, workspace_config
-from core.tasks.engine_config import EngineConfig
+from core.settings.usage import BudgetSettings, MetricsSettings, TracingSettings
+from core.settings.workspace import WorkspaceSettings
 from core.wire import signing
-from core.workspaces.config import WorkspaceConfig
 
 ENV_PREFIX = "A2A_WRAPPER__"
 
@@ -300,14 +297,6 @@ class Settings(BaseSettings):
                 "loopback bind)"
             )
         return self
-
-    def engine(self) -> EngineConfig:
-        """The task engine's section: every knob it reads, frozen, in its own units."""
-        return engine_config(self)
-
-    def workspace_config(self) -> WorkspaceConfig:
-        """The workspace manager's section (core/workspaces)."""
-        return workspace_config(self)
 
     def backend_block(self) -> BaseModel | None:
         """The validated block of the configured backend, or None when it is a plain factory

@@ -1,26 +1,13 @@
-"""The engine's blocks of the Settings model (session, timeouts, output, hooks, approvals) and
-`engine_config`, which turns Settings into the task engine's one frozen `EngineConfig`
-(seconds and timedeltas instead of the file's milliseconds)."""
+"""The engine's blocks of the Settings model (session, timeouts, output, hooks, approvals);
+`core.settings.sections.engine_config` turns them into the engine's frozen `EngineConfig`."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from core.backend.config import Block
-from core.tasks.engine_config import (
-    Approvals,
-    EngineConfig,
-    Limits,
-    Output,
-    Retention,
-    Timeouts,
-)
-
-if TYPE_CHECKING:
-    from core.settings import Settings
 
 
 class SessionSettings(Block):
@@ -89,39 +76,4 @@ class ApprovalSettings(Block):
     on_timeout: Literal["deny", "fail"] = Field(
         default="deny",
         description="deny: the agent sees a denial and the turn goes on; fail: the task fails",
-    )
-
-
-def engine_config(settings: Settings) -> EngineConfig:
-    server, storage, timeouts = settings.server, settings.storage, settings.timeouts
-    return EngineConfig(
-        limits=Limits(
-            max_queued_turns=settings.session.max_queued_turns,
-            max_concurrent_turns=server.max_concurrent_turns,
-            max_concurrent_turns_per_principal=server.max_concurrent_turns_per_principal,
-            max_waiting_turns=server.max_queued_turns,
-            max_parts=server.max_parts,
-            max_file_bytes=server.max_file_bytes,
-        ),
-        timeouts=Timeouts(
-            turn=timeouts.turn / 1000 or None,
-            idle=timeouts.idle / 1000 or None,
-            shutdown=server.shutdown_timeout / 1000,
-        ),
-        output=Output(
-            mode=settings.output.mode,
-            progress=settings.output.progress,
-            reasoning=settings.output.reasoning,
-            debug_errors=server.debug_errors,
-        ),
-        approvals=Approvals(
-            mode=settings.approvals.mode,
-            timeout=settings.approvals.timeout / 1000,
-            on_timeout=settings.approvals.on_timeout,
-        ),
-        retention=Retention(
-            tasks=timedelta(milliseconds=storage.retention) if storage.retention else None,
-            sweep_interval=storage.sweep_interval / 1000,
-            session_sweep_interval=settings.session.cleanup_interval / 1000,
-        ),
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from core.backend.config import Block
-from core.tasks.budgets import BudgetConfig, Limit
+from core.usage.budgets import BudgetConfig, Limit
 
 
 class TurnBudgetSettings(Block):

@@ -5,15 +5,11 @@ its changes (docs/configuration.md, "Workspaces")."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from core.backend.config import Block
-from core.workspaces.config import WorkspaceConfig
-
-if TYPE_CHECKING:
-    from core.settings import Settings
 
 WorkspaceMode = Literal["shared", "worktree", "copy"]
 
@@ -47,23 +43,4 @@ class WorkspaceSettings(Block):
     )
     max_workspaces: int = Field(
         default=64, ge=1, description="Workspaces (worktrees or copies) that may exist at once"
-    )
-
-
-def workspace_config(settings: Settings) -> WorkspaceConfig:
-    """The workspace manager's frozen config: the block, the backend's workingDirectory as
-    the source, and the state directory for the default root and the saved patches."""
-    block = settings.workspace
-    state = settings.storage.state_directory()
-    source = getattr(settings.backend_block(), "working_directory", None)
-    return WorkspaceConfig(
-        mode=block.mode,
-        source=source.expanduser().resolve() if isinstance(source, Path) else None,
-        root=(block.root or state / "workspaces").expanduser().resolve(),
-        patches=(state / "workspace-patches").expanduser().resolve(),
-        base_ref=block.base_ref,
-        commit_turns=block.commit_turns,
-        keep_branches=block.keep_branches,
-        max_patch_bytes=block.max_patch_bytes,
-        max_workspaces=block.max_workspaces,
     )

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core.pg_db import PostgresDatabase
-from core.sessions.pg_store import PostgresSessionStore
-from core.sessions.sqlite_store import SqliteSessionStore
-from core.sessions.store import InMemorySessionStore, SessionStore
 from core.settings import Settings
-from core.sqlite_db import SqliteDatabase
-from core.tasks.pg_store import PostgresTaskStore
-from core.tasks.push_pg import PostgresPushStore
-from core.tasks.push_sqlite import SqlitePushStore
-from core.tasks.push_store import InMemoryPushStore, PushStore
-from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore, TaskStore
-from core.tasks.usage_pg import PostgresUsageStore
-from core.tasks.usage_store import InMemoryUsageStore, SqliteUsageStore, UsageStore
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.push import PostgresPushStore
+from core.storage.postgres.sessions import PostgresSessionStore
+from core.storage.postgres.tasks import PostgresTaskStore
+from core.storage.postgres.usage import PostgresUsageStore
+from core.storage.push import InMemoryPushStore, PushStore
+from core.storage.sessions import InMemorySessionStore, SessionStore
+from core.storage.sqlite.database import SqliteDatabase
+from core.storage.sqlite.push import SqlitePushStore
+from core.storage.sqlite.sessions import SqliteSessionStore
+from core.storage.sqlite.tasks import SqliteTaskStore
+from core.storage.tasks import InMemoryTaskStore, TaskStore
+from core.storage.usage import InMemoryUsageStore, SqliteUsageStore, UsageStore
 
 Database = SqliteDatabase | PostgresDatabase | None
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from core.queued import Queued, done
+from core.storage.queued import Queued, done
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class SessionStore(Protocol):
         self, principal: str, context_id: str, session_id: str, used_at: datetime
     ) -> Queued[None]:
         """Count one more turn on the key's mapping, if it still names `session_id`: queued
-        when called (core/queued.py)."""
+        when called (core/storage/queued.py)."""
         ...
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:

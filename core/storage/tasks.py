@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from core.queued import Queued, done
-from core.sqlite_db import ROW_ERRORS
+from core.storage.queued import Queued, done
+from core.storage.sqlite.database import ROW_ERRORS
 from core.wire.base import format_timestamp, utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError, TaskUnreadableError
@@ -53,7 +53,7 @@ class TaskStore(Protocol):
         ...
 
     def save(self, principal: str, task: Task) -> Queued[None]:
-        """Insert or replace the snapshot of `task`: queued when called (core/queued.py)."""
+        """Insert or replace the snapshot of `task`: queued when called (core/storage/queued.py)."""
         ...
 
     async def get(self, principal: str, task_id: str) -> Task | None:

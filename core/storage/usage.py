@@ -9,8 +9,8 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Protocol
 
-from core.queued import Queued, done
-from core.sqlite_db import ROW_ERRORS, SqliteDatabase
+from core.storage.queued import Queued, done
+from core.storage.sqlite.database import ROW_ERRORS, SqliteDatabase
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class UsageStore(Protocol):
     async def close(self) -> None: ...
 
     def add(self, usage: TurnUsage) -> Queued[None]:
-        """Keep one turn's usage (queued when called, see core/queued.py)."""
+        """Keep one turn's usage (queued when called, see core/storage/queued.py)."""
         ...
 
     async def load(self) -> list[TurnUsage]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 import structlog
 
 from core.backend import Turn, Usage
-from core.tasks.turn_hooks import NO_REPORT, StopTurnError, TurnReport
-from core.tasks.usage_store import TurnUsage, UsageStore
+from core.engine.turn.plugins import NO_REPORT, StopTurnError, TurnReport
+from core.storage.usage import TurnUsage, UsageStore
 from core.wire.errors import BudgetExceededError
 
 log = structlog.get_logger(__name__)

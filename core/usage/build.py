@@ -13,15 +13,15 @@ from aiohttp.typedefs import Middleware
 from opentelemetry.sdk.trace import TracerProvider
 
 from core.backend import Backend
-from core.server.metrics import METRICS_PATH, Metrics
-from core.server.observe import RequestSink, observe_requests
-from core.server.storage import Database, build_usage_store
-from core.server.tracing import Tracing, default_provider
+from core.engine.observer import NO_OBSERVER, Observers, TurnObserver
+from core.engine.startup import StorageStartError, failing_as
 from core.settings import Settings
-from core.settings_usage import budget_config
-from core.tasks.budgets import Budgets
-from core.tasks.observer import NO_OBSERVER, Observers, TurnObserver
-from core.tasks.startup import StorageStartError, failing_as
+from core.settings.usage import budget_config
+from core.storage.kinds import Database, build_usage_store
+from core.usage.budgets import Budgets
+from core.usage.metrics import METRICS_PATH, Metrics
+from core.usage.observe import RequestSink, observe_requests
+from core.usage.tracing import Tracing, default_provider
 
 BUDGETS = web.AppKey("budgets", Budgets)
 

@@ -1,7 +1,7 @@
 """Prometheus metrics at `/metrics`: requests, turns, queueing, sessions, usage, push.
 
 One `Metrics` per app, on a registry of its own (two apps in one process never share
-counters). It is a request sink (core/server/observe.py), the engine's `TurnObserver` and the
+counters). It is a request sink (core/usage/observe.py), the engine's `TurnObserver` and the
 push dispatcher's `observe` callback; every update is a counter or gauge step on a labelled
 child looked up once. `/metrics` answers loopback callers, or any caller with `metrics.token`.
 """
@@ -24,12 +24,12 @@ from prometheus_client import (
 )
 
 from core.backend import ToolCall, ToolResult, Turn, Usage
-from core.server.observe import RequestFacts
-from core.settings_server import is_loopback
+from core.settings.server import is_loopback
+from core.usage.observe import RequestFacts
 
 if TYPE_CHECKING:
+    from core.engine.task_run import TaskRun
     from core.settings import Settings
-    from core.tasks.task_run import TaskRun
 
 METRICS_PATH = "/metrics"
 _TURN_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)

@@ -19,7 +19,7 @@ from aiohttp.typedefs import Middleware
 from core.wire.errors import DaemonError, protocol_name
 
 if TYPE_CHECKING:
-    from core.tasks.task_run import TaskRun
+    from core.engine.task_run import TaskRun
 
 JSONRPC_PATHS = frozenset({"/a2a/jsonrpc", "/a2a/jsonrpc/", "/"})
 # The REST bindings: v1.0 under /a2a/rest, v0.3 under /v1.

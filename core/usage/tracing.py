@@ -26,11 +26,11 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from core.backend import ToolCall, ToolResult, Turn, Usage
-from core.server import observe
-from core.server.observe import RequestFacts
+from core.usage import observe
+from core.usage.observe import RequestFacts
 
 if TYPE_CHECKING:
-    from core.tasks.task_run import TaskRun
+    from core.engine.task_run import TaskRun
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _FAILED = ("TASK_STATE_FAILED", "TASK_STATE_REJECTED")

@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 import structlog
 
-from core.sessions.store import SessionStore, WorkspaceRecord
+from core.storage.sessions import SessionStore, WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, git, toplevel
 from core.workspaces.patches import Patch

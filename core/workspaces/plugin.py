@@ -18,8 +18,8 @@ from typing import Any
 import structlog
 
 from core.backend import ArtifactOut, DataContent, FileContent, TextContent, Turn, Usage
-from core.tasks.gate import Gate
-from core.tasks.turn_hooks import NO_REPORT, StopTurnError, TurnReport
+from core.engine.gate import Gate
+from core.engine.turn.plugins import NO_REPORT, StopTurnError, TurnReport
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Message
 from core.workspaces.git import GitError

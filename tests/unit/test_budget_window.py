@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.backend import Turn, Usage
-from core.tasks.budgets import BudgetConfig, Budgets, Limit
-from core.tasks.usage_store import InMemoryUsageStore
+from core.storage.usage import InMemoryUsageStore
+from core.usage.budgets import BudgetConfig, Budgets, Limit
 from core.wire.errors import BudgetExceededError
 
 

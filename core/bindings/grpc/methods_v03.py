@@ -7,8 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from core.server.calls import Call, Streaming, encoded, parse
-from core.server.rpc_v1 import Handler, Result, require_push
+from core.bindings.http.calls import Call, Streaming, encoded, parse
+from core.bindings.http.rpc_v1 import Handler, Result, require_push
 from core.wire import v03_rest
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (

@@ -25,19 +25,19 @@ from anyio.abc import TaskStatus
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
-from core.server import rpc_v1
-from core.server.auth import Authenticator
-from core.server.calls import Call, Streaming
-from core.server.card import CardProvider, CardView
-from core.server.errors import as_daemon_error
-from core.server.grpc import methods_v03
-from core.server.grpc.convert import message_class, message_of, params_of
-from core.server.grpc.protos import V03_SERVICE, V1_SERVICE
-from core.server.grpc.status import rpc_status
-from core.server.negotiation import check_extension_values
+from core.bindings.grpc import methods_v03
+from core.bindings.grpc.convert import message_class, message_of, params_of
+from core.bindings.grpc.protos import V03_SERVICE, V1_SERVICE
+from core.bindings.grpc.status import rpc_status
+from core.bindings.http import rpc_v1
+from core.bindings.http.auth import Authenticator
+from core.bindings.http.calls import Call, Streaming
+from core.bindings.http.card import CardProvider, CardView
+from core.bindings.http.errors import as_daemon_error
+from core.bindings.http.negotiation import check_extension_values
+from core.engine.service import TaskService
+from core.engine.startup import ListenError, failing_as
 from core.settings import Settings
-from core.tasks.service import TaskService
-from core.tasks.startup import ListenError, failing_as
 from core.wire.errors import InternalError
 from core.wire.versions import V0_3, V1_0, Version, parse_version, require
 

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -15,50 +16,53 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
 from core.backend import Backend
-from core.cluster import Cluster
-from core.cluster_events import ClusterEvents
-from core.cluster_turns import ClusterTurns, ReplicaTasks
-from core.pg_db import PostgresDatabase
-from core.server import jsonrpc, rest, rest_v03
-from core.server.auth import Authenticator
-from core.server.card import CardProvider
-from core.server.keys import (
+from core.bindings.http import jsonrpc, rest, rest_v03
+from core.bindings.http.auth import Authenticator
+from core.bindings.http.card import CardProvider
+from core.bindings.http.keys import (
     CARD,
     CLUSTER,
     CLUSTER_EVENTS,
     CLUSTER_TURNS,
-    GRPC,
     SERVICE,
     SETTINGS,
 )
-from core.server.push_sender import HttpPushSender
-from core.server.rest_common import Endpoint, rest_not_found
-from core.server.storage import (
+from core.bindings.http.push_sender import HttpPushSender
+from core.bindings.http.rest_common import Endpoint, rest_not_found
+from core.cluster.events import ClusterEvents
+from core.cluster.lease import Cluster
+from core.cluster.turns import ClusterTurns, ReplicaTasks
+from core.engine.policy import Hooks, load_hook
+from core.engine.remote import NO_REMOTE, RemoteTasks
+from core.engine.service import TaskService
+from core.engine.turn.plugins import chain
+from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
+from core.sessions.manager import Clock, SessionManager, system_clock
+from core.settings import Settings
+from core.settings.sections import engine_config, workspace_config
+from core.storage.kinds import (
     Database,
     build_database,
     build_push_store,
     build_session_store,
     build_store,
 )
-from core.server.usage import (
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.push import PushStore
+from core.storage.sessions import SessionStore
+from core.storage.tasks import TaskStore
+from core.usage.build import (
     BUDGETS,
     budgets_lifecycle,
     build_budgets,
     build_observers,
     observed_paths,
 )
-from core.sessions.manager import Clock, SessionManager, system_clock
-from core.sessions.store import SessionStore
-from core.settings import Settings
-from core.tasks.hooks import Hooks, load_hook
-from core.tasks.push import PushDispatcher, PushSender, RetryPolicy
-from core.tasks.push_store import PushStore
-from core.tasks.remote import NO_REMOTE, RemoteTasks
-from core.tasks.service import TaskService
-from core.tasks.store import TaskStore
-from core.tasks.turn_hooks import chain
-from core.workspaces.hooks import WorkspaceHooks
 from core.workspaces.manager import WorkspaceManager
+from core.workspaces.plugin import WorkspaceHooks
+
+if TYPE_CHECKING:  # grpcio is imported only when `server.grpcPort` is set
+    from core.bindings.grpc.server import GrpcBinding
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +70,8 @@ WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
 # How long a turn sent to a replica that does not own its context waits for the owner.
 FORWARD_WAIT = timedelta(seconds=30)
+# Typed here, not in keys.py: the gRPC server imports what keys.py's importers define.
+GRPC: web.AppKey[GrpcBinding] = web.AppKey("grpc")
 PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
 
@@ -119,7 +125,7 @@ def create_app(
     budgets = app[BUDGETS] = build_budgets(settings, db)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
     session_store = session_store or build_session_store(db)
-    workspaces = WorkspaceManager(settings.workspace_config(), session_store)
+    workspaces = WorkspaceManager(workspace_config(settings), session_store)
     workspace_hooks = WorkspaceHooks(workspaces)
     if isinstance(db, PostgresDatabase) and clock is system_clock:
         # Replicas agree on what has expired only on one clock: the database's.
@@ -137,7 +143,7 @@ def create_app(
     )
     tasks = store or build_store(db)
     push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
-    engine = settings.engine()
+    engine = engine_config(settings)
     remote: RemoteTasks = NO_REMOTE
     if isinstance(db, PostgresDatabase):
         # A cancel sent to another replica waits as long as one here would, and a margin.
@@ -166,7 +172,7 @@ def create_app(
         heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
         app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
     if settings.server.grpc_port is not None:
-        from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
+        from core.bindings.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 
         app[GRPC] = GrpcBinding(settings, service, app[CARD])
 

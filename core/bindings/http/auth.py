@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from core.settings import Settings
-from core.settings_server import is_loopback
+from core.settings.server import is_loopback
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from core.server.keys import SETTINGS
+from core.bindings.http.keys import SETTINGS
 from core.wire.errors import ContentTypeNotSupportedError, PayloadTooLargeError
 
 JSON_TYPES = frozenset({"application/json", "application/a2a+json"})

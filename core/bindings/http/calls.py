@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from core.server.auth import principal
-from core.server.card import CardView
-from core.server.keys import CARD, SERVICE
-from core.tasks.service import TaskService
+from core.bindings.http.auth import principal
+from core.bindings.http.card import CardView
+from core.bindings.http.keys import CARD, SERVICE
+from core.engine.service import TaskService
 from core.wire.errors import from_validation
 from core.wire.models import StreamResponse
 

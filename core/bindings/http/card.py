@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from core.server.negotiation import request_version
+from core.bindings.http.negotiation import request_version
 from core.settings import Settings
 from core.wire import signing
 from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag

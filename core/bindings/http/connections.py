@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from core.server.ratelog import LogSummary
+from core.bindings.http.ratelog import LogSummary
 
 _BODY = json.dumps(
     {

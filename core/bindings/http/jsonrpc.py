@@ -15,13 +15,14 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from core.server import observe, rpc_v03, rpc_v1
-from core.server.body import read_json_body
-from core.server.calls import Streaming, call_for
-from core.server.errors import as_daemon_error
-from core.server.keys import CARD, SETTINGS
-from core.server.negotiation import check_extensions, request_version
-from core.server.sse import frame, stream_events
+from core.bindings.http import rpc_v03, rpc_v1
+from core.bindings.http.body import read_json_body
+from core.bindings.http.calls import Streaming, call_for
+from core.bindings.http.errors import as_daemon_error
+from core.bindings.http.keys import CARD, SETTINGS
+from core.bindings.http.negotiation import check_extensions, request_version
+from core.bindings.http.sse import frame, stream_events
+from core.usage import observe
 from core.wire import strict_json
 from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
 from core.wire.jsonrpc import (

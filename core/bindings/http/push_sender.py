@@ -21,9 +21,9 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from core.server.push_guard import Address, TargetPolicy
-from core.settings_server import PushSettings
-from core.tasks.push import PushDeliveryError, PushTargetRefusedError
+from core.push.dispatcher import PushDeliveryError, PushTargetRefusedError
+from core.push.guard import Address, TargetPolicy
+from core.settings.server import PushSettings
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from core.server.calls import Call, encoded, parse
-from core.server.rest_common import (
+from core.bindings.http.calls import Call, encoded, parse
+from core.bindings.http.rest_common import (
     REST_PREFIX,
     RestResult,
     json_body,
@@ -15,7 +15,7 @@ from core.server.rest_common import (
     query_int,
     route,
 )
-from core.server.rpc_v1 import config_page
+from core.bindings.http.rpc_v1 import config_page
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,

@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
-from core.server.calls import Call, encoded, parse
-from core.server.keys import CARD, SETTINGS
-from core.server.rest_common import (
+from core.bindings.http.calls import Call, encoded, parse
+from core.bindings.http.keys import CARD, SETTINGS
+from core.bindings.http.rest_common import (
     REST_PREFIX,
     RestResult,
     json_body,

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from core.server.calls import Call, Streaming, encoded, parse
-from core.server.rpc_v1 import Handler, Result, extended_card_v03, require_push
+from core.bindings.http.calls import Call, Streaming, encoded, parse
+from core.bindings.http.rpc_v1 import Handler, Result, extended_card_v03, require_push
 from core.wire import v03
 from core.wire.errors import InvalidParamsError, TaskNotFoundError
 from core.wire.models import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.server.calls import Call, Streaming, encoded, parse
+from core.bindings.http.calls import Call, Streaming, encoded, parse
 from core.wire.errors import InvalidParamsError, PushNotificationNotSupportedError
 from core.wire.jsonrpc import Encoded
 from core.wire.models import (

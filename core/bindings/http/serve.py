@@ -11,14 +11,14 @@ from collections.abc import Callable
 import structlog
 from aiohttp import web
 
+from core.bindings.http.app import create_app
+from core.bindings.http.connections import ConnectionLimits, GuardedSite
+from core.bindings.http.keys import CARD
+from core.bindings.http.ratelog import LogSummary
+from core.engine.startup import ListenError, failing_as
 from core.instance.guard import guarded
-from core.server.app import create_app
-from core.server.connections import ConnectionLimits, GuardedSite
-from core.server.keys import CARD
-from core.server.ratelog import LogSummary
 from core.settings import Settings
-from core.settings_server import ServerSettings
-from core.tasks.startup import ListenError, failing_as
+from core.settings.server import ServerSettings
 
 log = structlog.get_logger(__name__)
 

@@ -12,12 +12,12 @@ import anyio
 import structlog
 
 from core.backend import Backend, Turn, new_error_id, with_error_id
+from core.engine.policy import NO_HOOKS, Hooks
+from core.engine.task_run import TaskRun, agent_message
+from core.engine.turn.guard import backend_call
+from core.engine.turn.plugins import NO_TURN_HOOKS, StopTurnError, TurnHooks
+from core.engine.turn.runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.sessions.manager import Lease, SessionManager
-from core.tasks.guard import backend_call
-from core.tasks.hooks import NO_HOOKS, Hooks
-from core.tasks.task_run import TaskRun, agent_message
-from core.tasks.turn_hooks import NO_TURN_HOOKS, StopTurnError, TurnHooks
-from core.tasks.turn_runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.models import Part

@@ -38,12 +38,12 @@ from core.backend import (
     Usage,
     new_error_id,
 )
-from core.tasks.approvals import question
-from core.tasks.content import content_to_part
-from core.tasks.guard import backend_call
-from core.tasks.observer import NO_OBSERVER, TurnObserver
-from core.tasks.task_run import TaskRun, agent_message
-from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
+from core.engine.observer import NO_OBSERVER, TurnObserver
+from core.engine.task_run import TaskRun, agent_message
+from core.engine.turn.approvals import question
+from core.engine.turn.content import content_to_part
+from core.engine.turn.guard import backend_call
+from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
 from core.wire.enums import TaskState
 from core.wire.ids import new_id
 from core.wire.models import Artifact, Part

@@ -2,8 +2,8 @@
 
 A `PostgresDatabase` is a connection pool (asyncpg) that every PostgreSQL store of a daemon
 shares, the replica's identity and its lease row (`replicas`: id, expiry from the database
-clock), and the versioned schema (`core/pg_schema.py`), brought up to date when the first
-store opens it (or alone by `a2a-wrapper migrate CONFIG`).
+clock), and the versioned schema (`schema.py`), brought up to date when the first store opens
+it (or alone by `a2a-wrapper migrate CONFIG`).
 
 Replicas share nothing but this database. A replica's tasks, outbox rows and contexts are
 marked with its id; once its lease has expired (it stopped renewing it: killed, frozen, cut
@@ -12,7 +12,7 @@ instant that decides between replicas (a lease's expiry, a task's age) comes fro
 database's clock, never from a replica's, so replicas whose clocks disagree still agree.
 
 A store write is one statement (or one transaction) on a pooled connection, run when it is
-awaited: callers await their writes in the order they made them (core/queued.py), so the
+awaited: callers await their writes in the order they made them (core/storage/queued.py), so the
 order holds.
 """
 
@@ -28,8 +28,8 @@ import asyncpg
 import structlog
 from asyncpg.pool import PoolConnectionProxy
 
-from core.pg_schema import CONNECT_TIMEOUT, migrate
-from core.sqlite_db import UnreadableRows
+from core.storage.postgres.schema import CONNECT_TIMEOUT, migrate
+from core.storage.sqlite.database import UnreadableRows
 
 log = structlog.get_logger(__name__)
 

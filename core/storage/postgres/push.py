@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncpg
 
-from core.pg_db import Conn, PostgresStore
-from core.tasks.push_sqlite import delivery_of, stored_config_of
-from core.tasks.push_store import Delivery, StoredConfig
+from core.storage.postgres.database import Conn, PostgresStore
+from core.storage.push import Delivery, StoredConfig
+from core.storage.sqlite.push import delivery_of, stored_config_of
 from core.wire.models import TaskPushNotificationConfig
 
 

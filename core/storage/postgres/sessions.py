@@ -1,6 +1,6 @@
 """PostgreSQL session store: `sessions`, `session_tombstones` and `workspaces` in the
-replicas' shared database (core/pg_db.py), so a context's session is the same whichever
-replica a turn lands on. Same contract as the SQLite store (core/sessions/store.py)."""
+replicas' shared database (database.py), so a context's session is the same whichever
+replica a turn lands on. Same contract as the SQLite store (storage/sqlite/sessions.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import datetime
 
 import asyncpg
 
-from core.pg_db import Conn, PostgresStore, count_of
-from core.queued import Queued
-from core.sessions.store import SessionRecord, WorkspaceRecord
+from core.storage.postgres.database import Conn, PostgresStore, count_of
+from core.storage.queued import Queued
+from core.storage.sessions import SessionRecord, WorkspaceRecord
 
 _COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
 _WORKSPACE_COLUMNS = "principal, context_id, mode, path, branch, base, created_at, git_dir"

@@ -1,4 +1,4 @@
-"""PostgreSQL task store: the `tasks` table of the replicas' shared database (core/pg_db.py).
+"""PostgreSQL task store: the `tasks` table of the replicas' shared database (database.py).
 
 Same contract and columns as the SQLite store (the `body` column holds the task, the others
 index it; a body that cannot be read is skipped by listings and answers
@@ -15,9 +15,9 @@ from datetime import datetime
 
 import asyncpg
 
-from core.pg_db import Conn, PostgresStore, count_of, exclusively
-from core.queued import Queued
-from core.tasks.store import (
+from core.storage.postgres.database import Conn, PostgresStore, count_of, exclusively
+from core.storage.queued import Queued
+from core.storage.tasks import (
     ACTIVE_STATES,
     TaskPage,
     TaskQuery,

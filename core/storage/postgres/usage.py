@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import astuple
 
-from core.pg_db import PostgresStore
-from core.queued import Queued
-from core.sqlite_db import ROW_ERRORS
-from core.tasks.usage_store import COLUMNS, TurnUsage, decode_usage
+from core.storage.postgres.database import PostgresStore
+from core.storage.queued import Queued
+from core.storage.sqlite.database import ROW_ERRORS
+from core.storage.usage import COLUMNS, TurnUsage, decode_usage
 
 
 class PostgresUsageStore(PostgresStore):

@@ -28,8 +28,8 @@ import anyio.to_thread
 import structlog
 from pydantic import ValidationError
 
-from core.latch import Latch
-from core.queued import Queued
+from core.storage.latch import Latch
+from core.storage.queued import Queued
 
 log = structlog.get_logger(__name__)
 
@@ -92,7 +92,7 @@ class SqliteDatabase:
         self._rows.report(table, key, exc)
 
     def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
-        """Queue `fn` now and return what to await for its result (core/queued.py): it runs
+        """Queue `fn` now and return what to await for its result (core/storage/queued.py): it runs
         on the worker thread, in a transaction shared with the calls queued at the same time
         (each in its own savepoint). Like a thread call, it completes once started: a
         cancellation is delivered after it."""

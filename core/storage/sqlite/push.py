@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast, get_args
 
-from core.sqlite_db import ROW_ERRORS, SqliteDatabase
-from core.tasks.push_store import Delivery, PushVersion, StoredConfig
+from core.storage.push import Delivery, PushVersion, StoredConfig
+from core.storage.sqlite.database import ROW_ERRORS, SqliteDatabase
 from core.wire.models import TaskPushNotificationConfig
 
 _SCHEMA = """

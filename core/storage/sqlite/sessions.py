@@ -10,9 +10,9 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from core.queued import Queued
-from core.sessions.store import SessionRecord, WorkspaceRecord
-from core.sqlite_db import ROW_ERRORS, SqliteDatabase
+from core.storage.queued import Queued
+from core.storage.sessions import SessionRecord, WorkspaceRecord
+from core.storage.sqlite.database import ROW_ERRORS, SqliteDatabase
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from core.queued import Queued
-from core.sqlite_db import SqliteDatabase
-from core.tasks.store import (
+from core.storage.queued import Queued
+from core.storage.sqlite.database import SqliteDatabase
+from core.storage.tasks import (
     ACTIVE_STATES,
     TaskPage,
     TaskQuery,

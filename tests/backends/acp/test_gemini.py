@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from core.settings import load
 from tests.backends.acp.support import GEMINI_KEY, gemini_block
 from tests.backends.copilot.a2a import stream

@@ -14,9 +14,9 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from core.backend.base import BackendUnavailableError, running
+from core.bindings.http.app import create_app
 from core.cli import main
-from core.server.app import create_app
-from core.tasks.startup import BackendStartError
+from core.engine.startup import BackendStartError
 from tests.backends.claude.conftest import (
     API_KEY,
     CANCELED,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from tests.backends.codex.support import codex_block, codex_settings
 from tests.support.hosting import Hosted
 from tests.support.mock_models.openai_responses import ResponsesMock

@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend.base import BackendUnavailableError
-from core.server.app import create_app
+from core.bindings.http.app import create_app
 from core.settings import Settings, load
 from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.mock_models.openai_chat import OpenAIChatMock
