@@ -15,7 +15,7 @@ from aiohttp import web
 
 from core.bindings.http.app import create_app
 from core.settings import Settings
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_chat import OpenAIChatMock
 
 V1 = {"A2A-Version": "1.0"}
 

@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
-from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 WAIT_LIMIT = 30.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
@@ -207,7 +207,7 @@ class AnthropicMock:
         self._api_key = api_key
         self._rules: list[tuple[re.Pattern[str], Reply]] = []
         self.turns = TurnScript()
-        """Neutral scripted turns (tests.support.mock_models.steps); tried before the rules."""
+        """Neutral scripted turns (harness.mock_models.steps); tried before the rules."""
         self._release = anyio.Event()
         self._arrived = anyio.Event()
         self._runner: web.AppRunner | None = None

@@ -31,7 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "gemini-2.5-pro"
 _STATUS = {

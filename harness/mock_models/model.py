@@ -27,11 +27,11 @@ from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Literal, Protocol, TypeVar
 
-from tests.support.mock_models.anthropic import AnthropicMock
-from tests.support.mock_models.gemini import GeminiMock
-from tests.support.mock_models.openai_chat import OpenAIChatMock
-from tests.support.mock_models.openai_responses import ResponsesMock
-from tests.support.mock_models.steps import ModelRequest, Turn, TurnScript
+from harness.mock_models.anthropic import AnthropicMock
+from harness.mock_models.gemini import GeminiMock
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_responses import ResponsesMock
+from harness.mock_models.steps import ModelRequest, Turn, TurnScript
 
 MockKind = Literal["anthropic", "openai_responses", "openai_chat", "gemini"]
 WAIT_LIMIT = 30.0

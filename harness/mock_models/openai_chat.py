@@ -53,7 +53,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "mock-model"
 # A scripted `Say` streams over time, as a model does: an agent that forwards what it has read
@@ -315,7 +315,7 @@ class OpenAIChatMock:
         self.requests: list[ChatRequest] = []
         self._rules: list[_Rule] = []
         self.turns = TurnScript()
-        """Neutral scripted turns (tests.support.mock_models.steps); tried before the rules."""
+        """Neutral scripted turns (harness.mock_models.steps); tried before the rules."""
         self._changed = asyncio.Condition()
         self._release = asyncio.Event()
         self._closing = asyncio.Event()

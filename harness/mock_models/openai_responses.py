@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 ReplyKind = Literal["text", "call", "items", "error", "failed", "stall", "hold"]
 
@@ -187,7 +187,7 @@ class ResponsesMock:
         self.requests: list[RecordedRequest] = []
         self._script: list[Reply] = []
         self.turns = TurnScript()
-        """Neutral scripted turns (tests.support.mock_models.steps); tried before `script`."""
+        """Neutral scripted turns (harness.mock_models.steps); tried before `script`."""
         self._arrived = asyncio.Condition()
         self._released = asyncio.Event()
         self._ids = itertools.count(1)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("core", "wrappers", "bench", "examples")
+SCANNED = ("core", "wrappers", "bench", "examples", "harness")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,15 @@ NOT_YET: dict[tuple[str, str], str] = {
         "the operations both bindings share move to core/api",
     ),
     ("core/bindings/http/app.py", "core.bindings.grpc"): "the daemon composes the bindings",
+    **dict.fromkeys(
+        [
+            ("bench/agent_claude.py", "wrappers.claude.config"),
+            ("bench/agent_claude.py", "wrappers.claude.options"),
+            ("bench/agent_opencode.py", "wrappers.opencode.config"),
+            ("bench/agent_opencode.py", "wrappers.opencode.launch"),
+        ],
+        "the raw-SDK baselines build the same options as the wrapper: its package exports them",
+    ),
     **dict.fromkeys(
         [
             ("core/engine/admission.py", "core.push"),
@@ -184,6 +193,16 @@ def in_folder(file: str, folder: str) -> bool:
 WIRE_MUST_NOT_IMPORT = ("core", "aiohttp", "grpc", "sqlite3", "asyncpg", "anyio")
 
 
+def is_submodule(module: str) -> bool:
+    """`wrappers.x.y...` where `y` is a module or package of `wrappers/x` (not a name that
+    `wrappers/x/__init__.py` exports)."""
+    parts = module.split(".")
+    if len(parts) < 3:
+        return False
+    inner = ROOT.joinpath(*parts[:3])
+    return inner.with_suffix(".py").is_file() or inner.is_dir()
+
+
 def only_in(library: str, *folders: str) -> Rule:
     return Rule(
         f"only {' and '.join(folders)} import {library} within core",
@@ -215,6 +234,16 @@ RULES = [
         "only core/registry.py imports wrappers within core",
         lambda f: in_folder(f, "core") and f != "core/registry.py",
         lambda m: within(m, "wrappers"),
+    ),
+    Rule(
+        "bench, examples and harness import nothing from tests",
+        lambda f: any(in_folder(f, d) for d in ("bench", "examples", "harness")),
+        lambda m: within(m, "tests"),
+    ),
+    Rule(
+        "bench and examples import a wrapper only through its package (its BackendSpec)",
+        lambda f: in_folder(f, "bench") or in_folder(f, "examples"),
+        lambda m: within(m, "wrappers") and is_submodule(m),
     ),
 ]
 
@@ -374,6 +403,16 @@ def test_an_arrow_down_passes(file: str, source: str) -> None:
             "core/bindings/http/x.py",
             "import wrappers.x",
             "only core/registry.py imports wrappers within core",
+        ),
+        (
+            "bench/x.py",
+            "from tests.support.postgres import running_server",
+            "bench, examples and harness import nothing from tests",
+        ),
+        (
+            "bench/x.py",
+            "from wrappers.claude.config import ClaudeConfig",
+            "bench and examples import a wrapper only through its package (its BackendSpec)",
         ),
     ],
 )

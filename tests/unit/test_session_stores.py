@@ -14,7 +14,7 @@ from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.sessions import PostgresSessionStore
 from core.storage.sessions import InMemorySessionStore, SessionRecord, SessionStore, WorkspaceRecord
 from core.storage.sqlite.sessions import SqliteSessionStore
-from tests.support.postgres import fresh_database
+from harness.postgres import fresh_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from core.storage.tasks import InMemoryTaskStore, TaskQuery, TaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Artifact, Message, Part, Task, TaskStatus
-from tests.support.postgres import fresh_database
+from harness.postgres import fresh_database
 
 ALICE = "alice"
 BOB = "bob"

@@ -17,6 +17,8 @@ from core.backend.base import BackendUnavailableError, running
 from core.bindings.http.app import create_app
 from core.cli import main
 from core.engine.startup import BackendStartError
+from harness.mock_models.anthropic import AnthropicMock
+from harness.mock_models.steps import Hang
 from tests.backends.claude.conftest import (
     API_KEY,
     CANCELED,
@@ -31,8 +33,6 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock
-from tests.support.mock_models.steps import Hang
 from tests.support.wire import call
 from wrappers.claude import ClaudeBackend, create
 from wrappers.claude.config import ClaudeConfig
