@@ -14,10 +14,10 @@ from typing import Any
 import structlog
 
 from core import logs, registry
+from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
 from core.bindings.http.app import build_hooks
-from core.bindings.http.card import CardProvider
 from core.bindings.http.serve import serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line

@@ -6,13 +6,10 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from core.bindings.http.auth import principal
-from core.bindings.http.card import CardView
-from core.bindings.http.keys import CARD, SERVICE
-from core.engine.service import TaskService
+from core.api.card import CardView
+from core.api.operations import Operations
 from core.wire.errors import from_validation
 from core.wire.models import StreamResponse
 
@@ -21,15 +18,10 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Call:
-    service: TaskService
+    ops: Operations
     principal: str
     params: dict[str, Any]
     card: CardView
-
-
-def call_for(request: web.Request, params: dict[str, Any]) -> Call:
-    """The handler's view of a request: the service, the caller, the params, the cards."""
-    return Call(request.app[SERVICE], principal(request), params, request.app[CARD].view(request))
 
 
 @dataclass(frozen=True)

@@ -1,25 +1,22 @@
-"""The agent card route: `/.well-known/agent-card.json` (and the legacy `agent.json`).
+"""The agent card as served at a base URL: public or extended, strict v1.0 or merged with the
+v0.3 fields, signed when `agentCard.signing` is set (every binding serves it; the HTTP route
+is core/bindings/http/card.py).
 
-URLs in the card follow the request's host (or `server.publicUrl`), so a daemon reached through
-any address advertises an address that works. Caching: Cache-Control max-age, a weak ETag
-(304 on If-None-Match) and Last-Modified (the time the daemon loaded its config).
+URLs in the card follow the base URL the caller reached (or `server.publicUrl`), so a daemon
+reached through any address advertises an address that works.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import format_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from aiohttp import web
-
-from core.bindings.http.negotiation import request_version
 from core.settings import Settings
 from core.wire import signing
-from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document, etag
-from core.wire.errors import ExtendedAgentCardNotConfiguredError, VersionNotSupportedError
+from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document
+from core.wire.errors import ExtendedAgentCardNotConfiguredError
 
 # First entry preferred. v0.3 shares the URLs: JSON-RPC tells dialects apart by method name,
 # and v0.3 REST clients add `/v1/...` to the base themselves.
@@ -29,13 +26,6 @@ INTERFACES = [
     Interface(JSONRPC_PATH, "JSONRPC", "0.3"),
     Interface(REST_PATH, "HTTP+JSON", "0.3"),
 ]
-
-
-def _asks_for_v1(request: web.Request) -> bool:
-    try:
-        return request_version(request)[0] >= 1
-    except VersionNotSupportedError:
-        return False
 
 
 BEARER = "bearer"
@@ -91,12 +81,12 @@ def grpc_interfaces(base_url: str, port: int) -> list[Interface]:
 
 class CardProvider:
     def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+        self.settings = settings
         # Known once the servers are bound (port 0 means "a free one"): serve() and the gRPC
         # binding set them.
         self.http_port: int | None = settings.server.port or None
         self.grpc_port: int | None = settings.server.grpc_port or None
-        self._loaded = datetime.now(UTC).replace(microsecond=0)
+        self.loaded = datetime.now(UTC).replace(microsecond=0)
         self._card = settings.agent_card.model_dump(
             mode="json",
             by_alias=True,
@@ -116,39 +106,20 @@ class CardProvider:
 
     @property
     def required_extensions(self) -> frozenset[str]:
-        return frozenset(e.uri for e in self._settings.agent_card.extensions if e.required)
+        return frozenset(e.uri for e in self.settings.agent_card.extensions if e.required)
 
     @property
     def has_extended(self) -> bool:
-        return self._settings.agent_card.extended is not None
+        return self.settings.agent_card.extended is not None
 
     def configured_base_url(self) -> str:
         """The base URL without a request to take it from (gRPC calls, `a2a-wrapper card`):
         `server.publicUrl`, else the HTTP address the daemon is bound to."""
-        server = self._settings.server
+        server = self.settings.server
         if server.public_url:
             return server.public_url.rstrip("/")
         host = f"[{server.host}]" if ":" in server.host else server.host
         return f"http://{host}:{self.http_port or server.port}"
-
-    def base_url(self, request: web.Request) -> str:
-        server = self._settings.server
-        if server.public_url:
-            return server.public_url.rstrip("/")
-        scheme, host = request.scheme, request.host
-        if server.trust_forwarded_headers:
-            scheme = request.headers.get("X-Forwarded-Proto", scheme).split(",")[0].strip()
-            host = request.headers.get("X-Forwarded-Host", host).split(",")[0].strip()
-        return f"{scheme}://{host}"
-
-    def document(self, request: web.Request) -> dict[str, Any]:
-        """The merged card for both generations, or the strict v1.0 card when the settings
-        say so or the request itself declares A2A-Version 1.x (v1.0 schemas are closed)."""
-        strict = not self._settings.agent_card.v03_fields or _asks_for_v1(request)
-        return self.document_for(self.base_url(request), strict=strict)
-
-    def view(self, request: web.Request) -> CardView:
-        return CardView(self, self.base_url(request))
 
     def document_for(
         self, base_url: str, *, strict: bool, card: dict[str, Any] | None = None
@@ -175,11 +146,11 @@ class CardProvider:
             INTERFACES + (grpc_interfaces(base_url, self.grpc_port) if self.grpc_port else []),
             v03_fields=not strict,
             streaming=True,
-            push_notifications=self._settings.push.enabled,
-            extended_card=self._settings.agent_card.extended is not None,
+            push_notifications=self.settings.push.enabled,
+            extended_card=self.settings.agent_card.extended is not None,
             extensions=self._extensions,
         )
-        doc.update(_security(self._settings))
+        doc.update(_security(self.settings))
         if not strict:
             _v03_security(doc)
         return doc
@@ -187,7 +158,7 @@ class CardProvider:
     def extended_for(self, base_url: str, *, strict: bool) -> dict[str, Any]:
         """The extended card (public card plus the extended skills); callers reach it only
         authenticated, since the auth middleware guards every protocol route."""
-        extended = self._settings.agent_card.extended
+        extended = self.settings.agent_card.extended
         if extended is None:
             raise ExtendedAgentCardNotConfiguredError
         card = dict(self._card)
@@ -198,16 +169,3 @@ class CardProvider:
             *(s.model_dump(mode="json", by_alias=True) for s in extended.skills),
         ]
         return self.document_for(base_url, strict=strict, card=card)
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        doc = self.document(request)
-        tag = etag(doc)
-        headers = {
-            "Cache-Control": f"public, max-age={self._settings.agent_card.max_age}",
-            "ETag": tag,
-            "Last-Modified": format_datetime(self._loaded, usegmt=True),
-        }
-        headers["Vary"] = "A2A-Version"
-        if tag in {t.strip() for t in request.headers.get("If-None-Match", "").split(",")}:
-            return web.Response(status=304, headers=headers)
-        return web.json_response(doc, headers=headers)

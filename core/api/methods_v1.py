@@ -1,12 +1,13 @@
-"""A2A v1.0 operations: decode params into v1 models, call the service, encode the result."""
+"""The A2A v1.0 methods (JSON-RPC and gRPC): decode the ProtoJSON params into v1 models,
+call the operation, encode the result."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from core.bindings.http.calls import Call, Streaming, encoded, parse
-from core.wire.errors import InvalidParamsError, PushNotificationNotSupportedError
+from core.api.calls import Call, Streaming, encoded, parse
+from core.wire.errors import InvalidParamsError
 from core.wire.jsonrpc import Encoded
 from core.wire.models import (
     CancelTaskRequest,
@@ -27,7 +28,7 @@ Handler = Callable[[Call], Awaitable[Result]]
 
 async def send_message(call: Call) -> Result:
     request = parse(SendMessageRequest, call.params)
-    outcome = await call.service.send(call.principal, request)
+    outcome = await call.ops.send_message(call.principal, request)
     key = b"message" if isinstance(outcome, Message) else b"task"
     return Encoded(b'{"' + key + b'":' + outcome.dump_json() + b"}")
 
@@ -35,37 +36,36 @@ async def send_message(call: Call) -> Result:
 async def send_streaming_message(call: Call) -> Result:
     request = parse(SendMessageRequest, call.params)
     return Streaming(
-        encoded(await call.service.stream(call.principal, request), StreamResponse.dump)
+        encoded(await call.ops.send_streaming_message(call.principal, request), StreamResponse.dump)
     )
 
 
 async def get_task(call: Call) -> Result:
     request = parse(GetTaskRequest, call.params)
-    return Encoded((await call.service.get(call.principal, request)).dump_json())
+    return Encoded((await call.ops.get_task(call.principal, request)).dump_json())
 
 
 async def list_tasks(call: Call) -> Result:
     request = parse(ListTasksRequest, call.params)
-    return Encoded((await call.service.list(call.principal, request)).dump_json())
+    return Encoded((await call.ops.list_tasks(call.principal, request)).dump_json())
 
 
 async def cancel_task(call: Call) -> Result:
     request = parse(CancelTaskRequest, call.params)
-    return Encoded((await call.service.cancel(call.principal, request)).dump_json())
+    return Encoded((await call.ops.cancel_task(call.principal, request)).dump_json())
 
 
 async def subscribe_to_task(call: Call) -> Result:
     request = parse(SubscribeToTaskRequest, call.params)
     return Streaming(
-        encoded(await call.service.subscribe(call.principal, request.id), StreamResponse.dump)
+        encoded(await call.ops.subscribe_to_task(call.principal, request.id), StreamResponse.dump)
     )
 
 
 def require_push(call: Call) -> None:
     """Every push operation answers PushNotificationNotSupported while push is off, whatever
-    its params (A2A §3.3.4)."""
-    if not call.service.push_enabled:
-        raise PushNotificationNotSupportedError
+    its params (A2A §3.3.4): checked before they are decoded."""
+    call.ops.require_push()
 
 
 def config_page(
@@ -97,28 +97,28 @@ def _config_request(call: Call, *, need_id: bool) -> TaskPushConfigRequest:
 async def create_push_config(call: Call) -> Result:
     require_push(call)
     config = parse(TaskPushNotificationConfig, call.params)
-    created = await call.service.push_configs.create(call.principal, config, version="1.0")
+    created = await call.ops.create_push_config(call.principal, config, version="1.0")
     return created.dump()
 
 
 async def get_push_config(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=True)
-    config = await call.service.push_configs.get(call.principal, request.task_id, request.id)
+    config = await call.ops.get_push_config(call.principal, request.task_id, request.id)
     return config.dump()
 
 
 async def list_push_configs(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=False)
-    configs = await call.service.push_configs.list(call.principal, request.task_id)
+    configs = await call.ops.list_push_configs(call.principal, request.task_id)
     return config_page(configs, request.page_size, request.page_token)
 
 
 async def delete_push_config(call: Call) -> Result:
     require_push(call)
     request = _config_request(call, need_id=True)
-    await call.service.push_configs.delete(call.principal, request.task_id, request.id or "")
+    await call.ops.delete_push_config(call.principal, request.task_id, request.id or "")
     return None
 
 

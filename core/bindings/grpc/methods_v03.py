@@ -7,8 +7,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from core.bindings.http.calls import Call, Streaming, encoded, parse
-from core.bindings.http.rpc_v1 import Handler, Result, require_push
+from core.api.calls import Call, Streaming, encoded, parse
+from core.api.methods_v1 import Handler, Result, require_push
 from core.wire import v03_rest
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
@@ -36,14 +36,16 @@ def _send_request(call: Call) -> SendMessageRequest:
 
 
 async def send_message(call: Call) -> Result:
-    outcome = await call.service.send(call.principal, _send_request(call), version="0.3")
+    outcome = await call.ops.send_message(call.principal, _send_request(call), version="0.3")
     if isinstance(outcome, Message):
         return {"message": v03_rest.message_out(outcome)}
     return {"task": v03_rest.task_out(outcome)}
 
 
 async def send_streaming_message(call: Call) -> Result:
-    events = await call.service.stream(call.principal, _send_request(call), version="0.3")
+    events = await call.ops.send_streaming_message(
+        call.principal, _send_request(call), version="0.3"
+    )
     return Streaming(encoded(events, partial(v03_rest.event_out, closes_at_interrupt=True)))
 
 
@@ -51,18 +53,18 @@ async def get_task(call: Call) -> Result:
     [task_id, *_] = _resource(call, "name")
     # proto int32: 0 (absent) means no limit in v0.3.
     params = {"id": task_id, "historyLength": call.params.get("historyLength") or None}
-    return v03_rest.task_out(await call.service.get(call.principal, parse(GetTaskRequest, params)))
+    return v03_rest.task_out(await call.ops.get_task(call.principal, parse(GetTaskRequest, params)))
 
 
 async def cancel_task(call: Call) -> Result:
     [task_id, *_] = _resource(call, "name")
     request = parse(CancelTaskRequest, {"id": task_id})
-    return v03_rest.task_out(await call.service.cancel(call.principal, request))
+    return v03_rest.task_out(await call.ops.cancel_task(call.principal, request))
 
 
 async def task_subscription(call: Call) -> Result:
     [task_id, *_] = _resource(call, "name")
-    events = await call.service.subscribe(call.principal, task_id)
+    events = await call.ops.subscribe_to_task(call.principal, task_id)
     return Streaming(encoded(events, partial(v03_rest.event_out, closes_at_interrupt=False)))
 
 
@@ -70,7 +72,7 @@ async def create_push_config(call: Call) -> Result:
     require_push(call)
     [task_id, *_] = _resource(call, "parent")
     config = parse(TaskPushNotificationConfig, v03_rest.push_config_body_in(call.params, task_id))
-    created = await call.service.push_configs.create(
+    created = await call.ops.create_push_config(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )
     return v03_rest.push_config_out(created)
@@ -80,14 +82,14 @@ async def get_push_config(call: Call) -> Result:
     require_push(call)
     ids = _resource(call, "name")
     config_id = ids[1] if len(ids) > 1 else None
-    config = await call.service.push_configs.get(call.principal, ids[0], config_id)
+    config = await call.ops.get_push_config(call.principal, ids[0], config_id)
     return v03_rest.push_config_out(config)
 
 
 async def list_push_configs(call: Call) -> Result:
     require_push(call)
     [task_id, *_] = _resource(call, "parent")
-    configs = await call.service.push_configs.list(call.principal, task_id)
+    configs = await call.ops.list_push_configs(call.principal, task_id)
     return {"configs": [v03_rest.push_config_out(c) for c in configs]}
 
 
@@ -99,7 +101,7 @@ async def delete_push_config(call: Call) -> Result:
             "name must be tasks/{id}/pushNotificationConfigs/{configId}",
             violations=[("name", "invalid")],
         )
-    await call.service.push_configs.delete(call.principal, ids[0], ids[1])
+    await call.ops.delete_push_config(call.principal, ids[0], ids[1])
     return None
 
 

@@ -25,17 +25,17 @@ from anyio.abc import TaskStatus
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import Message
 
+from core.api import methods_v1
+from core.api.calls import Call, Streaming
+from core.api.card import CardProvider, CardView
+from core.api.errors import as_daemon_error
+from core.api.negotiation import check_extension_values
+from core.api.operations import Operations
+from core.api.principals import Principals
 from core.bindings.grpc import methods_v03
 from core.bindings.grpc.convert import message_class, message_of, params_of
 from core.bindings.grpc.protos import V03_SERVICE, V1_SERVICE
 from core.bindings.grpc.status import rpc_status
-from core.bindings.http import rpc_v1
-from core.bindings.http.auth import Authenticator
-from core.bindings.http.calls import Call, Streaming
-from core.bindings.http.card import CardProvider, CardView
-from core.bindings.http.errors import as_daemon_error
-from core.bindings.http.negotiation import check_extension_values
-from core.engine.service import TaskService
 from core.engine.startup import ListenError, failing_as
 from core.settings import Settings
 from core.wire.errors import InternalError
@@ -57,25 +57,25 @@ class _Unauthenticated(Exception):
 class _Method:
     name: str
     descriptor: MethodDescriptor
-    handler: rpc_v1.Handler
+    handler: methods_v1.Handler
     version: Version
 
 
 class GrpcBinding:
     """The servicer of both services; `serve` runs the server (see its docstring)."""
 
-    def __init__(self, settings: Settings, service: TaskService, card: CardProvider) -> None:
+    def __init__(self, settings: Settings, ops: Operations, card: CardProvider) -> None:
         self._settings = settings
-        self._service = service
+        self._ops = ops
         self._card = card
-        self._auth = Authenticator(settings, frozenset())
+        self._principals = Principals(settings)
         self._server: grpc.aio.Server | None = None
 
     # ----- one call ---------------------------------------------------------------------------
 
     def _call(self, request: Message, context: Context, version: Version) -> Call:
         metadata = _metadata(context)
-        principal = self._auth.principal_of(_first(metadata, "authorization"))
+        principal = self._principals.of(_first(metadata, "authorization"))
         if principal is None:
             missing = not metadata.get("authorization")
             raise _Unauthenticated(
@@ -85,7 +85,7 @@ class GrpcBinding:
         extensions = metadata.get("a2a-extensions", []) + metadata.get("x-a2a-extensions", [])
         check_extension_values(extensions, self._card.required_extensions)
         view = CardView(self._card, self._card.configured_base_url())
-        return Call(self._service, principal, params_of(request), view)
+        return Call(self._ops, principal, params_of(request), view)
 
     async def _abort(self, context: Context, exc: Exception, version: Version) -> None:
         if isinstance(exc, _Unauthenticated):
@@ -123,7 +123,7 @@ class GrpcBinding:
         return streaming
 
     def _service_handler(
-        self, service: ServiceDescriptor, table: Mapping[str, rpc_v1.Handler], version: Version
+        self, service: ServiceDescriptor, table: Mapping[str, methods_v1.Handler], version: Version
     ) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for descriptor in service.methods:
@@ -161,7 +161,7 @@ class GrpcBinding:
         )
         server.add_generic_rpc_handlers(
             (
-                self._service_handler(V1_SERVICE, rpc_v1.METHODS, V1_0),
+                self._service_handler(V1_SERVICE, methods_v1.METHODS, V1_0),
                 self._service_handler(V03_SERVICE, methods_v03.METHODS, V0_3),
             )
         )
@@ -195,13 +195,13 @@ class GrpcBinding:
             await self._server.stop(grace)
 
 
-def _single(result: rpc_v1.Result) -> object:
+def _single(result: methods_v1.Result) -> object:
     if isinstance(result, Streaming):
         raise InternalError("a unary method answered with a stream")
     return result
 
 
-def _events(result: rpc_v1.Result) -> AsyncIterator[dict[str, Any]]:
+def _events(result: methods_v1.Result) -> AsyncIterator[dict[str, Any]]:
     if not isinstance(result, Streaming):
         raise InternalError("a streaming method answered with one result")
     return result.events

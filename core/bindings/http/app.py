@@ -15,15 +15,18 @@ from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
+from core.api.card import CardProvider
+from core.api.operations import Operations
 from core.backend import Backend
 from core.bindings.http import jsonrpc, rest, rest_v03
 from core.bindings.http.auth import Authenticator
-from core.bindings.http.card import CardProvider
+from core.bindings.http.card import card_route
 from core.bindings.http.keys import (
     CARD,
     CLUSTER,
     CLUSTER_EVENTS,
     CLUSTER_TURNS,
+    OPERATIONS,
     SERVICE,
     SETTINGS,
 )
@@ -151,7 +154,7 @@ def create_app(
         events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
         turns = app[CLUSTER_TURNS] = ClusterTurns(db, events, FORWARD_WAIT)
         remote = ReplicaTasks(events, turns)
-    service = TaskService(
+    service = app[SERVICE] = TaskService(
         tasks,
         agent,
         engine,
@@ -164,7 +167,7 @@ def create_app(
         observer=observers.turns,
         remote=remote,
     )
-    app[SERVICE] = service
+    ops = app[OPERATIONS] = Operations(service)
     if CLUSTER_EVENTS in app:
         app[CLUSTER_EVENTS].on_cancel = service.cancel_here
         app[CLUSTER_TURNS].on_turn = service.admit_here
@@ -174,13 +177,13 @@ def create_app(
     if settings.server.grpc_port is not None:
         from core.bindings.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 
-        app[GRPC] = GrpcBinding(settings, service, app[CARD])
+        app[GRPC] = GrpcBinding(settings, ops, app[CARD])
 
     app.cleanup_ctx.append(budgets_lifecycle)
     app.cleanup_ctx.append(_service_lifecycle)
     app.on_shutdown.append(_drain)
 
-    card = app[CARD].handle
+    card = card_route(app[CARD])
     app.router.add_get(WELL_KNOWN_CARD, card)
     app.router.add_get(LEGACY_CARD, card)
     for path in ("/a2a/jsonrpc", "/a2a/jsonrpc/", "/"):

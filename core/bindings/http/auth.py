@@ -7,18 +7,17 @@ everything else does when `server.auth.tokens` is set (otherwise every caller is
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from core.api.principals import ANONYMOUS, Principals
 from core.settings import Settings
 from core.settings.server import is_loopback
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 PRINCIPAL = web.RequestKey("principal", str)
-ANONYMOUS = "anonymous"
 REALM = 'Bearer realm="a2a-wrapper"'
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
@@ -26,9 +25,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 class Authenticator:
     def __init__(self, settings: Settings, public_paths: frozenset[str]) -> None:
         server = settings.server
-        self._tokens = [
-            (t.token.get_secret_value().encode(), t.principal) for t in server.auth.tokens
-        ]
+        self._principals = Principals(settings)
         self._public = public_paths
         self._origins = frozenset(o.rstrip("/") for o in server.allowed_origins)
         hosts = server.allowed_hosts
@@ -38,23 +35,10 @@ class Authenticator:
 
     @property
     def required(self) -> bool:
-        return bool(self._tokens)
+        return self._principals.required
 
     def principal_of(self, header: str | None) -> str | None:
-        """The principal of an `Authorization: Bearer <token>` header, None when it is wrong.
-
-        Every configured token is compared, in constant time, whatever matches first."""
-        if not self._tokens:
-            return ANONYMOUS
-        scheme, _, presented = (header or "").partition(" ")
-        if scheme.lower() != "bearer" or not presented.strip():
-            return None
-        given = presented.strip().encode()
-        found = None
-        for token, principal in self._tokens:
-            if hmac.compare_digest(token, given) and found is None:
-                found = principal
-        return found
+        return self._principals.of(header)
 
     def _host_allowed(self, request: web.Request) -> bool:
         if self._hosts is None:

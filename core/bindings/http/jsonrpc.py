@@ -15,10 +15,12 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from core.bindings.http import rpc_v03, rpc_v1
+from core.api import methods_v1
+from core.api.calls import Streaming
+from core.api.errors import as_daemon_error
+from core.bindings.http import rpc_v03
 from core.bindings.http.body import read_json_body
-from core.bindings.http.calls import Streaming, call_for
-from core.bindings.http.errors import as_daemon_error
+from core.bindings.http.calls import call_for
 from core.bindings.http.keys import CARD, SETTINGS
 from core.bindings.http.negotiation import check_extensions, request_version
 from core.bindings.http.sse import frame, stream_events
@@ -78,15 +80,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return _success(rpc.id, result)
 
 
-def _success(request_id: RequestId, result: rpc_v1.Result) -> web.Response:
+def _success(request_id: RequestId, result: methods_v1.Result) -> web.Response:
     if isinstance(result, Encoded):
         body = success_json(request_id, result)
         return web.Response(body=body, content_type="application/json")
     return web.json_response(success(request_id, result), dumps=strict_json.dumps)
 
 
-async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> rpc_v1.Result:
-    table = rpc_v03.METHODS if dialect == "0.3" else rpc_v1.METHODS
+async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> methods_v1.Result:
+    table = rpc_v03.METHODS if dialect == "0.3" else methods_v1.METHODS
     handler = table.get(rpc.method)
     if handler is None:
         raise MethodNotFoundError(f"Method not found: {rpc.method}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from core.bindings.http.card import CardProvider
+from core.api.card import CardProvider
+from core.api.operations import Operations
 from core.cluster.events import ClusterEvents
 from core.cluster.lease import Cluster
 from core.cluster.turns import ClusterTurns
@@ -13,6 +14,7 @@ from core.settings import Settings
 
 SETTINGS = web.AppKey("settings", Settings)
 SERVICE = web.AppKey("service", TaskService)
+OPERATIONS = web.AppKey("operations", Operations)
 CARD = web.AppKey("card", CardProvider)
 CLUSTER = web.AppKey("cluster", Cluster)
 CLUSTER_EVENTS = web.AppKey("cluster_events", ClusterEvents)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from core.wire.errors import ExtensionSupportRequiredError
+from core.api.negotiation import check_extension_values
 from core.wire.versions import Version, parse_version
 
 EXTENSION_HEADERS = ("A2A-Extensions", "X-A2A-Extensions")
@@ -21,15 +21,3 @@ def request_version(request: web.Request) -> Version:
 def check_extensions(request: web.Request, required: frozenset[str]) -> None:
     values = [v for name in EXTENSION_HEADERS for v in request.headers.getall(name, [])]
     check_extension_values(values, required)
-
-
-def check_extension_values(values: list[str], required: frozenset[str]) -> None:
-    """ExtensionSupportRequired unless the header (or gRPC metadata) values, each a
-    comma-separated list of URIs, name every required extension."""
-    requested = {uri.strip() for value in values for uri in value.split(",") if uri.strip()}
-    missing = sorted(required - requested)
-    if missing:
-        raise ExtensionSupportRequiredError(
-            f"This agent requires extension(s): {', '.join(missing)}",
-            metadata={"extensions": ",".join(missing)},
-        )

@@ -6,7 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
-from core.bindings.http.calls import Call, encoded, parse
+from core.api.calls import Call, encoded, parse
+from core.api.methods_v1 import config_page
 from core.bindings.http.rest_common import (
     REST_PREFIX,
     RestResult,
@@ -15,7 +16,6 @@ from core.bindings.http.rest_common import (
     query_int,
     route,
 )
-from core.bindings.http.rpc_v1 import config_page
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -32,18 +32,18 @@ TASK = "{id:[^/:]+}"
 
 async def send(request: web.Request, call: Call) -> RestResult:
     body = parse(SendMessageRequest, await json_body(request))
-    outcome = await call.service.send(call.principal, body)
+    outcome = await call.ops.send_message(call.principal, body)
     return {"message" if isinstance(outcome, Message) else "task": outcome.dump()}
 
 
 async def stream(request: web.Request, call: Call) -> RestResult:
     body = parse(SendMessageRequest, await json_body(request))
-    return encoded(await call.service.stream(call.principal, body), StreamResponse.dump)
+    return encoded(await call.ops.send_streaming_message(call.principal, body), StreamResponse.dump)
 
 
 async def get_task(request: web.Request, call: Call) -> RestResult:
     params = {"id": request.match_info["id"], "historyLength": query_int(request, "historyLength")}
-    return (await call.service.get(call.principal, parse(GetTaskRequest, params))).dump()
+    return (await call.ops.get_task(call.principal, parse(GetTaskRequest, params))).dump()
 
 
 def _list_params(request: web.Request) -> dict[str, Any]:
@@ -64,40 +64,40 @@ def _list_params(request: web.Request) -> dict[str, Any]:
 
 async def list_tasks(request: web.Request, call: Call) -> RestResult:
     params = parse(ListTasksRequest, _list_params(request))
-    return (await call.service.list(call.principal, params)).dump()
+    return (await call.ops.list_tasks(call.principal, params)).dump()
 
 
 async def cancel(request: web.Request, call: Call) -> RestResult:
     body = await json_body(request)
     params = parse(CancelTaskRequest, {**body, "id": request.match_info["id"]})
-    return (await call.service.cancel(call.principal, params)).dump()
+    return (await call.ops.cancel_task(call.principal, params)).dump()
 
 
 async def subscribe(request: web.Request, call: Call) -> RestResult:
-    stream = await call.service.subscribe(call.principal, request.match_info["id"])
+    stream = await call.ops.subscribe_to_task(call.principal, request.match_info["id"])
     return encoded(stream, StreamResponse.dump)
 
 
 async def create_push_config(request: web.Request, call: Call) -> RestResult:
     body = {**await json_body(request), "taskId": request.match_info["id"]}
     config = parse(TaskPushNotificationConfig, body)
-    return (await call.service.push_configs.create(call.principal, config, version="1.0")).dump()
+    return (await call.ops.create_push_config(call.principal, config, version="1.0")).dump()
 
 
 async def list_push_configs(request: web.Request, call: Call) -> RestResult:
-    configs = await call.service.push_configs.list(call.principal, request.match_info["id"])
+    configs = await call.ops.list_push_configs(call.principal, request.match_info["id"])
     page_size = query_int(request, "pageSize")
     return config_page(configs, page_size, request.query.get("pageToken"))
 
 
 async def get_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = request.match_info["id"], request.match_info["config_id"]
-    return (await call.service.push_configs.get(call.principal, task_id, config_id)).dump()
+    return (await call.ops.get_push_config(call.principal, task_id, config_id)).dump()
 
 
 async def delete_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = request.match_info["id"], request.match_info["config_id"]
-    await call.service.push_configs.delete(call.principal, task_id, config_id)
+    await call.ops.delete_push_config(call.principal, task_id, config_id)
     return {}
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
+from core.api.errors import as_daemon_error
 from core.bindings.http.body import read_json_body
 from core.bindings.http.calls import Call, call_for
-from core.bindings.http.errors import as_daemon_error
 from core.bindings.http.keys import CARD, SETTINGS
 from core.bindings.http.negotiation import check_extensions, request_version
 from core.bindings.http.sse import frame, stream_events
@@ -25,7 +25,6 @@ from core.wire.errors import (
     InvalidParamsError,
     MethodNotAllowedError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
     protocol_name,
     rest_error,
 )
@@ -102,8 +101,7 @@ def push_config_routes(
 def _push_gate(handler: RestHandler) -> RestHandler:
     @functools.wraps(handler)
     async def gated(request: web.Request, call: Call) -> RestResult:
-        if not call.service.push_enabled:
-            raise PushNotificationNotSupportedError
+        call.ops.require_push()
         return await handler(request, call)
 
     return gated

@@ -12,7 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
-from core.bindings.http.calls import Call, encoded, parse
+from core.api.calls import Call, encoded, parse
+from core.bindings.http.card import card_document
 from core.bindings.http.keys import CARD, SETTINGS
 from core.bindings.http.rest_common import (
     REST_PREFIX,
@@ -47,14 +48,18 @@ async def _send_request(request: web.Request) -> SendMessageRequest:
 
 
 async def send(request: web.Request, call: Call) -> RestResult:
-    outcome = await call.service.send(call.principal, await _send_request(request), version="0.3")
+    outcome = await call.ops.send_message(
+        call.principal, await _send_request(request), version="0.3"
+    )
     if isinstance(outcome, Message):
         return {"message": v03_rest.message_out(outcome)}
     return {"task": v03_rest.task_out(outcome)}
 
 
 async def stream(request: web.Request, call: Call) -> RestResult:
-    events = await call.service.stream(call.principal, await _send_request(request), version="0.3")
+    events = await call.ops.send_streaming_message(
+        call.principal, await _send_request(request), version="0.3"
+    )
     return encoded(events, _final_after(closes_at_interrupt=True))
 
 
@@ -65,7 +70,7 @@ def _history_length(request: web.Request) -> int | None:
 
 async def get_task(request: web.Request, call: Call) -> RestResult:
     params = {"id": request.match_info["id"], "historyLength": _history_length(request)}
-    task = await call.service.get(call.principal, parse(GetTaskRequest, params))
+    task = await call.ops.get_task(call.principal, parse(GetTaskRequest, params))
     return v03_rest.task_out(task)
 
 
@@ -73,18 +78,18 @@ async def list_tasks(request: web.Request, call: Call) -> RestResult:
     params: dict[str, Any] = {"historyLength": _history_length(request)}
     if request.query.get("contextId"):
         params["contextId"] = request.query["contextId"]
-    page = await call.service.list(call.principal, parse(ListTasksRequest, params))
+    page = await call.ops.list_tasks(call.principal, parse(ListTasksRequest, params))
     return [v03_rest.task_out(t) for t in page.tasks]
 
 
 async def cancel(request: web.Request, call: Call) -> RestResult:
     await json_body(request)
     params = parse(CancelTaskRequest, {"id": request.match_info["id"]})
-    return v03_rest.task_out(await call.service.cancel(call.principal, params))
+    return v03_rest.task_out(await call.ops.cancel_task(call.principal, params))
 
 
 async def subscribe(request: web.Request, call: Call) -> RestResult:
-    events = await call.service.subscribe(call.principal, request.match_info["id"])
+    events = await call.ops.subscribe_to_task(call.principal, request.match_info["id"])
     return encoded(events, _final_after(closes_at_interrupt=False))
 
 
@@ -96,33 +101,33 @@ def _ids(request: web.Request) -> tuple[str, str]:
 async def create_push_config(request: web.Request, call: Call) -> RestResult:
     body = v03_rest.push_config_body_in(await json_body(request), request.match_info["id"])
     config = parse(TaskPushNotificationConfig, body)
-    created = await call.service.push_configs.create(
+    created = await call.ops.create_push_config(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )
     return v03_rest.push_config_out(created)
 
 
 async def list_push_configs(request: web.Request, call: Call) -> RestResult:
-    configs = await call.service.push_configs.list(call.principal, request.match_info["id"])
+    configs = await call.ops.list_push_configs(call.principal, request.match_info["id"])
     return {"configs": [v03_rest.push_config_out(c) for c in configs]}
 
 
 async def get_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = _ids(request)
-    config = await call.service.push_configs.get(call.principal, task_id, config_id)
+    config = await call.ops.get_push_config(call.principal, task_id, config_id)
     return v03_rest.push_config_out(config)
 
 
 async def delete_push_config(request: web.Request, call: Call) -> RestResult:
     task_id, config_id = _ids(request)
-    await call.service.push_configs.delete(call.principal, task_id, config_id)
+    await call.ops.delete_push_config(call.principal, task_id, config_id)
     return {}
 
 
 async def card(request: web.Request, call: Call) -> RestResult:
     """`GET /v1/card`: the authenticated extended card, or the public one without it."""
     if request.app[SETTINGS].agent_card.extended is None:
-        return request.app[CARD].document(request)
+        return card_document(request.app[CARD], request)
     return call.card.extended(strict=False)
 
 

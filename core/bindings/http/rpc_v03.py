@@ -6,8 +6,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from core.bindings.http.calls import Call, Streaming, encoded, parse
-from core.bindings.http.rpc_v1 import Handler, Result, extended_card_v03, require_push
+from core.api.calls import Call, Streaming, encoded, parse
+from core.api.methods_v1 import Handler, Result, extended_card_v03, require_push
 from core.wire import v03
 from core.wire.errors import InvalidParamsError, TaskNotFoundError
 from core.wire.models import (
@@ -32,30 +32,32 @@ def _send_request(call: Call) -> SendMessageRequest:
 
 
 async def message_send(call: Call) -> Result:
-    outcome = await call.service.send(call.principal, _send_request(call), version="0.3")
+    outcome = await call.ops.send_message(call.principal, _send_request(call), version="0.3")
     if isinstance(outcome, Message):
         return v03.message_out(outcome)
     return v03.task_out(outcome)
 
 
 async def message_stream(call: Call) -> Result:
-    stream = await call.service.stream(call.principal, _send_request(call), version="0.3")
+    stream = await call.ops.send_streaming_message(
+        call.principal, _send_request(call), version="0.3"
+    )
     return Streaming(encoded(stream, _final_after(closes_at_interrupt=True)))
 
 
 async def tasks_get(call: Call) -> Result:
     request = parse(GetTaskRequest, call.params)
-    return v03.task_out(await call.service.get(call.principal, request))
+    return v03.task_out(await call.ops.get_task(call.principal, request))
 
 
 async def tasks_cancel(call: Call) -> Result:
     request = parse(CancelTaskRequest, call.params)
-    return v03.task_out(await call.service.cancel(call.principal, request))
+    return v03.task_out(await call.ops.cancel_task(call.principal, request))
 
 
 async def tasks_resubscribe(call: Call) -> Result:
     request = parse(SubscribeToTaskRequest, call.params)
-    stream = await call.service.subscribe(call.principal, request.id)
+    stream = await call.ops.subscribe_to_task(call.principal, request.id)
     return Streaming(encoded(stream, _final_after(closes_at_interrupt=False)))
 
 
@@ -79,7 +81,7 @@ def _config_id(call: Call) -> str | None:
 async def push_config_set(call: Call) -> Result:
     require_push(call)
     config = parse(TaskPushNotificationConfig, v03.task_push_config_in(call.params))
-    created = await call.service.push_configs.create(
+    created = await call.ops.create_push_config(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )
     return v03.task_push_config_out(created)
@@ -92,17 +94,17 @@ async def push_config_get(call: Call) -> Result:
     require_push(call)
     task_id, config_id = _task_id(call), _config_id(call)
     try:
-        config = await call.service.push_configs.get(call.principal, task_id, config_id)
+        config = await call.ops.get_push_config(call.principal, task_id, config_id)
     except TaskNotFoundError:
         if config_id is None:
             raise
-        config = await call.service.push_configs.get(call.principal, task_id, None)
+        config = await call.ops.get_push_config(call.principal, task_id, None)
     return v03.task_push_config_out(config)
 
 
 async def push_config_list(call: Call) -> Result:
     require_push(call)
-    configs = await call.service.push_configs.list(call.principal, _task_id(call))
+    configs = await call.ops.list_push_configs(call.principal, _task_id(call))
     return [v03.task_push_config_out(c) for c in configs]
 
 
@@ -114,7 +116,7 @@ async def push_config_delete(call: Call) -> Result:
             "pushNotificationConfigId is required",
             violations=[("pushNotificationConfigId", "required")],
         )
-    await call.service.push_configs.delete(call.principal, task_id, config_id)
+    await call.ops.delete_push_config(call.principal, task_id, config_id)
     return None
 
 
