@@ -25,7 +25,7 @@ from core.instance.lock import StorageLockError
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings.sections import workspace_config
 from core.settings.server import MIN_TOKEN_LENGTH
-from core.storage.kinds import build_database, build_session_store
+from core.storage.kinds import storage_for
 from core.storage.postgres.schema import migrate_database
 from core.wire import signing
 from core.workspaces import report as workspace_report
@@ -147,7 +147,7 @@ def _workspaces(path: Path) -> int:
         return 0
 
     async def listing() -> list[str]:
-        store = build_session_store(build_database(settings))
+        store = storage_for(settings).sessions
         await store.open()
         try:
             rows = await WorkspaceManager(workspace_config(settings), store).listing()

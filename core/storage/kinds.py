@@ -1,9 +1,13 @@
-"""The stores a daemon's settings name: memory, one SQLite file, or the replicas' shared
-PostgreSQL database (`storage.kind`). Every store of a daemon shares one database object (one
-SQLite connection, or one PostgreSQL pool and replica identity)."""
+"""The stores a daemon's settings name (`storage.kind`), through one name -> implementation
+table: memory, one SQLite file, or the replicas' shared PostgreSQL database. Every store of a
+daemon shares one database object (one SQLite connection, or one PostgreSQL pool and replica
+identity). A new storage engine is one entry here and its folder beside sqlite/ and
+postgres/."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 from core.settings import Settings
@@ -21,48 +25,54 @@ from core.storage.sqlite.tasks import SqliteTaskStore
 from core.storage.tasks import InMemoryTaskStore, TaskStore
 from core.storage.usage import InMemoryUsageStore, SqliteUsageStore, UsageStore
 
-Database = SqliteDatabase | PostgresDatabase | None
+
+@dataclass(frozen=True)
+class Storage:
+    """One daemon's stores. `replicas` is the database replicas share (`storage.kind`
+    "postgres": their leases, events and clock), None for a daemon on its own."""
+
+    tasks: TaskStore
+    sessions: SessionStore
+    push: PushStore
+    usage: UsageStore
+    replicas: PostgresDatabase | None = None
 
 
-def build_database(settings: Settings) -> Database:
-    """The one database the stores share, or None for the memory stores."""
-    storage = settings.storage
-    if storage.kind == "memory":
-        return None
-    if storage.kind == "postgres":
-        return PostgresDatabase(
-            storage.url or "", lease_ttl=timedelta(milliseconds=settings.cluster.lease_ttl)
-        )
-    return SqliteDatabase(storage.resolved_path(), name="daemon database")
+def memory(settings: Settings) -> Storage:
+    return Storage(
+        InMemoryTaskStore(), InMemorySessionStore(), InMemoryPushStore(), InMemoryUsageStore()
+    )
 
 
-def build_store(db: Database) -> TaskStore:
-    if isinstance(db, PostgresDatabase):
-        return PostgresTaskStore(db)
-    if db is None:
-        return InMemoryTaskStore()
-    return SqliteTaskStore(db.path, db=db)
+def sqlite(settings: Settings) -> Storage:
+    db = SqliteDatabase(settings.storage.resolved_path(), name="daemon database")
+    return Storage(
+        SqliteTaskStore(db.path, db=db),
+        SqliteSessionStore(db.path, db=db),
+        SqlitePushStore(db.path, db=db),
+        SqliteUsageStore(db.path, db=db),
+    )
 
 
-def build_session_store(db: Database) -> SessionStore:
-    if isinstance(db, PostgresDatabase):
-        return PostgresSessionStore(db)
-    if db is None:
-        return InMemorySessionStore()
-    return SqliteSessionStore(db.path, db=db)
+def postgres(settings: Settings) -> Storage:
+    lease_ttl = timedelta(milliseconds=settings.cluster.lease_ttl)
+    db = PostgresDatabase(settings.storage.url or "", lease_ttl=lease_ttl)
+    return Storage(
+        PostgresTaskStore(db),
+        PostgresSessionStore(db),
+        PostgresPushStore(db),
+        PostgresUsageStore(db),
+        replicas=db,
+    )
 
 
-def build_push_store(db: Database) -> PushStore:
-    if isinstance(db, PostgresDatabase):
-        return PostgresPushStore(db)
-    if db is None:
-        return InMemoryPushStore()
-    return SqlitePushStore(db.path, db=db)
+KINDS: dict[str, Callable[[Settings], Storage]] = {
+    "memory": memory,
+    "sqlite": sqlite,
+    "postgres": postgres,
+}
 
 
-def build_usage_store(db: Database) -> UsageStore:
-    if isinstance(db, PostgresDatabase):
-        return PostgresUsageStore(db)
-    if db is None:
-        return InMemoryUsageStore()
-    return SqliteUsageStore(db.path, db=db)
+def storage_for(settings: Settings) -> Storage:
+    """The stores `storage.kind` names (the settings allow only the names of KINDS)."""
+    return KINDS[settings.storage.kind](settings)

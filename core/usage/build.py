@@ -17,7 +17,7 @@ from core.engine.observer import NO_OBSERVER, Observers, TurnObserver
 from core.engine.startup import StorageStartError, failing_as
 from core.settings import Settings
 from core.settings.usage import budget_config
-from core.storage.kinds import Database, build_usage_store
+from core.storage.usage import UsageStore
 from core.usage.budgets import Budgets
 from core.usage.metrics import METRICS_PATH, Metrics
 from core.usage.observe import RequestSink, observe_requests
@@ -26,8 +26,8 @@ from core.usage.tracing import Tracing, default_provider
 BUDGETS = web.AppKey("budgets", Budgets)
 
 
-def build_budgets(settings: Settings, db: Database) -> Budgets:
-    return Budgets(budget_config(settings.budget), build_usage_store(db))
+def build_budgets(settings: Settings, store: UsageStore) -> Budgets:
+    return Budgets(budget_config(settings.budget), store)
 
 
 async def budgets_lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -43,14 +43,7 @@ from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
 from core.settings.sections import engine_config, workspace_config
-from core.storage.kinds import (
-    Database,
-    build_database,
-    build_push_store,
-    build_session_store,
-    build_store,
-)
-from core.storage.postgres.database import PostgresDatabase
+from core.storage.kinds import storage_for
 from core.storage.push import PushStore
 from core.storage.sessions import SessionStore
 from core.storage.tasks import TaskStore
@@ -80,17 +73,14 @@ PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/h
 
 def build_push(
     settings: Settings,
-    store: PushStore | None = None,
+    store: PushStore,
     sender: PushSender | None = None,
-    db: Database = None,
     observe: Callable[[str], None] | None = None,
 ) -> PushDispatcher | None:
     """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
     push = settings.push
     if not push.enabled:
         return None
-    if store is None:
-        store = build_push_store(db)
     policy = RetryPolicy(
         max_attempts=push.max_attempts,
         timeout=push.timeout / 1000,
@@ -124,13 +114,13 @@ def create_app(
     app[SETTINGS] = settings
     app[CARD] = CardProvider(settings)
     storage, session = settings.storage, settings.session
-    db = build_database(settings)
-    budgets = app[BUDGETS] = build_budgets(settings, db)
+    stores = storage_for(settings)
+    budgets = app[BUDGETS] = build_budgets(settings, stores.usage)
     retention = timedelta(milliseconds=storage.retention) if storage.retention else None
-    session_store = session_store or build_session_store(db)
+    session_store = session_store or stores.sessions
     workspaces = WorkspaceManager(workspace_config(settings), session_store)
     workspace_hooks = WorkspaceHooks(workspaces)
-    if isinstance(db, PostgresDatabase) and clock is system_clock:
+    if (db := stores.replicas) is not None and clock is system_clock:
         # Replicas agree on what has expired only on one clock: the database's.
         clock = db.clock
     sessions = SessionManager(
@@ -144,11 +134,11 @@ def create_app(
         clock=clock,
         on_expired=workspaces.remove if workspaces.config.private else None,
     )
-    tasks = store or build_store(db)
-    push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
+    tasks = store or stores.tasks
+    push = build_push(settings, push_store or stores.push, push_sender, observers.push_outcome)
     engine = engine_config(settings)
     remote: RemoteTasks = NO_REMOTE
-    if isinstance(db, PostgresDatabase):
+    if db is not None:
         # A cancel sent to another replica waits as long as one here would, and a margin.
         wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
         events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
@@ -171,7 +161,7 @@ def create_app(
     if CLUSTER_EVENTS in app:
         app[CLUSTER_EVENTS].on_cancel = service.cancel_here
         app[CLUSTER_TURNS].on_turn = service.admit_here
-    if isinstance(db, PostgresDatabase):
+    if db is not None:
         heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
         app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
     if settings.server.grpc_port is not None:
