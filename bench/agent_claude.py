@@ -35,7 +35,7 @@ from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
 from core.backend import BackendEvent, Diagnosis, Health, Turn
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
 from harness.mock_models.anthropic import AnthropicMock
 from wrappers.claude import ClaudeBackend, options

@@ -31,7 +31,7 @@ import anyio
 from aiohttp import web
 
 from core import logs
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
 from harness.codex import MOCK_KEY_VARIABLE, MODEL, codex_block, provider
 from harness.mock_models.openai_responses import ResponsesMock

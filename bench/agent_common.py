@@ -13,7 +13,7 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings
 from harness.mock_models.openai_chat import OpenAIChatMock
 

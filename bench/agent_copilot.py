@@ -29,7 +29,7 @@ from aiohttp import web
 from copilot import CopilotClient, PermissionHandler, RuntimeConnection
 
 from core import logs
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import load
 from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 

@@ -36,7 +36,7 @@ import aiohttp
 from aiohttp import web
 
 from core.backend import SessionBound, TextContent, Turn
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import load
 from harness.mock_models.openai_chat import OpenAIChatMock
 from harness.opencode import TEST_ENV, provider_config

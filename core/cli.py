@@ -17,8 +17,7 @@ from core import logs, registry
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
-from core.bindings.http.app import build_hooks
-from core.bindings.http.serve import serve
+from core.daemon import build_hooks, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
 from core.instance.lock import StorageLockError

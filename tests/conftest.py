@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import procfs
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
 from core.storage.tasks import InMemoryTaskStore, TaskStore
 from harness.postgres import PostgresServer, fresh_database, running_server

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.engine.policy import HookLoadError
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.hooks import SENSITIVE

@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.schema import SchemaTooNewError
 from tests.conftest import make_settings

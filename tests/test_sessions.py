@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 from aiohttp.test_utils import TestClient
 
-from core.bindings.http.app import create_app
 from core.bindings.http.keys import SERVICE
+from core.daemon import create_app
 from core.engine.service import TaskService
 from core.sessions.manager import SessionManager
 from core.settings import Settings

@@ -28,14 +28,28 @@ from core.storage.usage import InMemoryUsageStore, SqliteUsageStore, UsageStore
 
 @dataclass(frozen=True)
 class Storage:
-    """One daemon's stores. `replicas` is the database replicas share (`storage.kind`
-    "postgres": their leases, events and clock), None for a daemon on its own."""
+    """One daemon's stores and the database they share (None for memory). `replicas` is
+    that database when replicas share it (`storage.kind` "postgres": their leases, events and
+    clock), None for a daemon on its own.
+
+    `open` is the daemon's first step and `close` its last: each store opens and closes the
+    shared database too (it counts its users), so the database is up before any of them and
+    down only after all of them."""
 
     tasks: TaskStore
     sessions: SessionStore
     push: PushStore
     usage: UsageStore
+    database: SqliteDatabase | PostgresDatabase | None = None
     replicas: PostgresDatabase | None = None
+
+    async def open(self) -> None:
+        if self.database is not None:
+            await self.database.open()
+
+    async def close(self) -> None:
+        if self.database is not None:
+            await self.database.close()
 
 
 def memory(settings: Settings) -> Storage:
@@ -51,6 +65,7 @@ def sqlite(settings: Settings) -> Storage:
         SqliteSessionStore(db.path, db=db),
         SqlitePushStore(db.path, db=db),
         SqliteUsageStore(db.path, db=db),
+        database=db,
     )
 
 
@@ -62,6 +77,7 @@ def postgres(settings: Settings) -> Storage:
         PostgresSessionStore(db),
         PostgresPushStore(db),
         PostgresUsageStore(db),
+        database=db,
         replicas=db,
     )
 

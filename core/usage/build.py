@@ -5,7 +5,6 @@ watches the daemon: metrics and traces, built from the settings."""
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -14,7 +13,6 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from core.backend import Backend
 from core.engine.observer import NO_OBSERVER, Observers, TurnObserver
-from core.engine.startup import StorageStartError, failing_as
 from core.settings import Settings
 from core.settings.usage import budget_config
 from core.storage.usage import UsageStore
@@ -23,22 +21,9 @@ from core.usage.metrics import METRICS_PATH, Metrics
 from core.usage.observe import RequestSink, observe_requests
 from core.usage.tracing import Tracing, default_provider
 
-BUDGETS = web.AppKey("budgets", Budgets)
-
 
 def build_budgets(settings: Settings, store: UsageStore) -> Budgets:
     return Budgets(budget_config(settings.budget), store)
-
-
-async def budgets_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    budgets = app[BUDGETS]
-    # The first store to open the daemon's database: an unreachable one fails the start here.
-    with failing_as(StorageStartError):
-        await budgets.open()
-    try:
-        yield
-    finally:
-        await budgets.close()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from examples.crew.events import Asker, NobodyAsker, NullObserver, Observer
 from examples.crew.job import JobResult, run_job

@@ -17,7 +17,7 @@ from a2a.compat.v0_3.rest_transport import CompatRestTransport
 from a2a.types import AgentCard, Message, Part, Role, StreamResponse
 from aiohttp.test_utils import TestServer
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend

@@ -11,7 +11,7 @@ import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from aiohttp.test_utils import TestClient
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend

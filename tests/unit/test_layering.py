@@ -1,6 +1,6 @@
 """Imports point one way (DESIGN.md §1, style.md §1).
 
-`wrappers/* -> core.backend`; in core, the layers of `LAYERS` (entry points -> bindings ->
+`wrappers/* -> core.backend`; in core, the layers of `LAYERS` (cli -> daemon -> bindings ->
 api -> settings -> cluster -> push, usage, workspaces -> engine -> sessions -> storage ->
 registry -> wire, backend), each importing only the ones below it; aiohttp only in
 core/bindings/http, grpc only in core/bindings/grpc; nothing in core imports `wrappers` except
@@ -76,7 +76,8 @@ def project_imports() -> tuple[Import, ...]:
 # the packages of the layers below its own, never a peer package of its layer or anything
 # above it. Packages not listed (a new one) fail `test_every_core_package_has_a_layer`.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("core.cli", "core.daemon"),
+    ("core.cli",),
+    ("core.daemon",),
     ("core.bindings.http", "core.bindings.grpc"),
     ("core.api",),
     ("core.settings",),
@@ -92,7 +93,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # Arrows that still point the wrong way, each with the change that removes it. The list only
 # shrinks: `test_every_exception_is_still_needed` fails on one that no longer occurs.
 NOT_YET: dict[tuple[str, str], str] = {
-    ("core/bindings/http/app.py", "core.bindings.grpc"): "the daemon composes the bindings",
     **dict.fromkeys(
         [
             ("bench/agent_claude.py", "wrappers.claude.config"),

@@ -29,6 +29,7 @@ from core.api import methods_v1
 from core.api.calls import Call, Streaming
 from core.api.card import CardProvider, CardView
 from core.api.errors import as_daemon_error
+from core.api.host import Host
 from core.api.negotiation import check_extension_values
 from core.api.operations import Operations
 from core.api.principals import Principals
@@ -62,7 +63,7 @@ class _Method:
 
 
 class GrpcBinding:
-    """The servicer of both services; `serve` runs the server (see its docstring)."""
+    """The servicer of both services on one `grpc.aio` server (`serve` below runs it)."""
 
     def __init__(self, settings: Settings, ops: Operations, card: CardProvider) -> None:
         self._settings = settings
@@ -145,10 +146,8 @@ class GrpcBinding:
 
     # ----- the server -------------------------------------------------------------------------
 
-    async def serve(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Bind `server.host`:`server.grpcPort`, report the bound port through `task_status`,
-        serve until cancelled, then stop: no new RPCs, running ones get
-        `server.shutdownTimeout` to finish before they are cancelled."""
+    async def start(self) -> int:
+        """Bind `server.host`:`server.grpcPort` and start serving; returns the bound port."""
         server_settings = self._settings.server
         server = grpc.aio.server(
             options=[
@@ -177,12 +176,7 @@ class GrpcBinding:
         self._server = server
         self._card.grpc_port = port
         log.info("grpc.listening", host=host, port=port)
-        task_status.started(port)
-        try:
-            await anyio.sleep_forever()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.stop()
+        return port
 
     async def stop(self) -> None:
         """Stop accepting RPCs at once and wait for the running ones, then cancel what is left.
@@ -239,3 +233,19 @@ def _logged(method: str, context: Context) -> Iterator[None]:
                 status=code.name if isinstance(code, grpc.StatusCode) else "OK",
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )
+
+
+async def serve(host: Host, *, task_status: TaskStatus[list[str]]) -> None:
+    """The daemon's gRPC binding: both A2A services on `server.grpcPort` until the daemon
+    stops; then no new RPCs, and the running ones get `server.shutdownTimeout` (and a
+    second) to finish while the daemon drains their turns."""
+    binding = GrpcBinding(host.settings, host.ops, host.card)
+    port = await binding.start()
+    name = host.settings.server.host
+    shown = f"[{name}]" if ":" in name else name
+    try:
+        task_status.started([f"grpc://{shown}:{port}"])
+        await host.wait_stopping()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await binding.stop()

@@ -1,179 +1,54 @@
-"""The application factory. The app owns every resource through `cleanup_ctx`."""
+"""The HTTP app of a daemon (`core.api.host.Host`): JSON-RPC, HTTP+JSON and the card over
+one aiohttp application, its middlewares (request id, auth, metrics and traces) and the
+health routes. `serve.py` runs it as the daemon's HTTP binding; `hosted_app` makes it the
+daemon's host instead (tests and benchmarks drive it with aiohttp's test client)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Sequence
+from functools import partial
+from typing import Any
 
 import anyio
 import structlog
 from aiohttp import web
-from opentelemetry.sdk.trace import TracerProvider
+from anyio.abc import TaskStatus
 
-from core import registry
-from core.api.card import CardProvider
-from core.api.operations import Operations
-from core.backend import Backend
+from core.api.host import Binding, Host
 from core.bindings.http import jsonrpc, rest, rest_v03
 from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
-from core.bindings.http.keys import (
-    CARD,
-    CLUSTER,
-    CLUSTER_EVENTS,
-    CLUSTER_TURNS,
-    OPERATIONS,
-    SERVICE,
-    SETTINGS,
-)
-from core.bindings.http.push_sender import HttpPushSender
+from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
 from core.bindings.http.rest_common import Endpoint, rest_not_found
-from core.cluster.events import ClusterEvents
-from core.cluster.lease import Cluster
-from core.cluster.turns import ClusterTurns, ReplicaTasks
-from core.engine.policy import Hooks, load_hook
-from core.engine.remote import NO_REMOTE, RemoteTasks
-from core.engine.service import TaskService
-from core.engine.turn.plugins import chain
-from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
-from core.sessions.manager import Clock, SessionManager, system_clock
-from core.settings import Settings
-from core.settings.sections import engine_config, workspace_config
-from core.storage.kinds import storage_for
-from core.storage.push import PushStore
-from core.storage.sessions import SessionStore
-from core.storage.tasks import TaskStore
-from core.usage.build import (
-    BUDGETS,
-    budgets_lifecycle,
-    build_budgets,
-    build_observers,
-    observed_paths,
-)
-from core.workspaces.manager import WorkspaceManager
-from core.workspaces.plugin import WorkspaceHooks
-
-if TYPE_CHECKING:  # grpcio is imported only when `server.grpcPort` is set
-    from core.bindings.grpc.server import GrpcBinding
+from core.usage.build import observed_paths
 
 log = structlog.get_logger(__name__)
 
 WELL_KNOWN_CARD = "/.well-known/agent-card.json"
 LEGACY_CARD = "/.well-known/agent.json"
-# How long a turn sent to a replica that does not own its context waits for the owner.
-FORWARD_WAIT = timedelta(seconds=30)
-# Typed here, not in keys.py: the gRPC server imports what keys.py's importers define.
-GRPC: web.AppKey[GrpcBinding] = web.AppKey("grpc")
 PUBLIC_PATHS = frozenset({WELL_KNOWN_CARD, LEGACY_CARD, "/health", "/ready", "/healthz"})
 
-
-def build_push(
-    settings: Settings,
-    store: PushStore,
-    sender: PushSender | None = None,
-    observe: Callable[[str], None] | None = None,
-) -> PushDispatcher | None:
-    """The push dispatcher when `push.enabled`, else None (push operations are refused)."""
-    push = settings.push
-    if not push.enabled:
-        return None
-    policy = RetryPolicy(
-        max_attempts=push.max_attempts,
-        timeout=push.timeout / 1000,
-        backoff=push.backoff / 1000,
-        max_backoff=push.max_backoff / 1000,
-    )
-    return PushDispatcher(store, sender or HttpPushSender(push), policy, observe=observe)
+HttpApp = web.Application
 
 
-def create_app(
-    settings: Settings,
-    *,
-    backend: Backend | None = None,
-    store: TaskStore | None = None,
-    session_store: SessionStore | None = None,
-    push_store: PushStore | None = None,
-    push_sender: PushSender | None = None,
-    clock: Clock = system_clock,
-    tracer_provider: TracerProvider | None = None,
-) -> web.Application:
-    """Build the daemon's app. `backend` and the stores default to what the settings name;
-    `push_sender` (tests) replaces the HTTP sender; `clock` (tests) is what session expiry
-    reads; `tracer_provider` (tests) replaces the OTLP exporter of `tracing.enabled`."""
+def http_app(host: Host) -> web.Application:
+    """The routes and middlewares of `host`'s HTTP binding; the app owns none of the daemon's
+    parts (the daemon runs them)."""
+    settings = host.settings
     auth = Authenticator(settings, PUBLIC_PATHS | observed_paths(settings))
-    agent = backend or registry.create_backend(settings.backend, backend_config(settings))
-    observers = build_observers(settings, agent, tracer_provider)
+    observers = host.observers
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
         middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
     )
     app[SETTINGS] = settings
-    app[CARD] = CardProvider(settings)
-    storage, session = settings.storage, settings.session
-    stores = storage_for(settings)
-    budgets = app[BUDGETS] = build_budgets(settings, stores.usage)
-    retention = timedelta(milliseconds=storage.retention) if storage.retention else None
-    session_store = session_store or stores.sessions
-    workspaces = WorkspaceManager(workspace_config(settings), session_store)
-    workspace_hooks = WorkspaceHooks(workspaces)
-    if (db := stores.replicas) is not None and clock is system_clock:
-        # Replicas agree on what has expired only on one clock: the database's.
-        clock = db.clock
-    sessions = SessionManager(
-        session_store,
-        agent.name,
-        agent.drop_session,
-        reuse_by_context=session.reuse_by_context,
-        ttl=timedelta(milliseconds=session.ttl) if session.ttl else None,
-        # An expiry is reported for as long as the context's tasks are kept.
-        tombstone_retention=retention,
-        clock=clock,
-        on_expired=workspaces.remove if workspaces.config.private else None,
-    )
-    tasks = store or stores.tasks
-    push = build_push(settings, push_store or stores.push, push_sender, observers.push_outcome)
-    engine = engine_config(settings)
-    remote: RemoteTasks = NO_REMOTE
-    if db is not None:
-        # A cancel sent to another replica waits as long as one here would, and a margin.
-        wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
-        events = app[CLUSTER_EVENTS] = ClusterEvents(db, settings.storage.url or "", wait)
-        turns = app[CLUSTER_TURNS] = ClusterTurns(db, events, FORWARD_WAIT)
-        remote = ReplicaTasks(events, turns)
-    service = app[SERVICE] = TaskService(
-        tasks,
-        agent,
-        engine,
-        sessions=sessions,
-        hooks=build_hooks(settings),
-        push=push,
-        turn_hooks=chain(budgets, workspace_hooks),
-        admission_check=budgets.refuse,
-        message_check=workspace_hooks.refuse,
-        observer=observers.turns,
-        remote=remote,
-    )
-    ops = app[OPERATIONS] = Operations(service)
-    if CLUSTER_EVENTS in app:
-        app[CLUSTER_EVENTS].on_cancel = service.cancel_here
-        app[CLUSTER_TURNS].on_turn = service.admit_here
-    if db is not None:
-        heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
-        app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
-    if settings.server.grpc_port is not None:
-        from core.bindings.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
-
-        app[GRPC] = GrpcBinding(settings, ops, app[CARD])
-
-    app.cleanup_ctx.append(budgets_lifecycle)
-    app.cleanup_ctx.append(_service_lifecycle)
-    app.on_shutdown.append(_drain)
-
-    card = card_route(app[CARD])
+    app[CARD] = host.card
+    app[SERVICE] = host.service
+    app[OPERATIONS] = host.ops
+    card = card_route(host.card)
     app.router.add_get(WELL_KNOWN_CARD, card)
     app.router.add_get(LEGACY_CARD, card)
     for path in ("/a2a/jsonrpc", "/a2a/jsonrpc/", "/"):
@@ -188,20 +63,58 @@ def create_app(
     return app
 
 
-def build_hooks(settings: Settings) -> Hooks:
-    """Import the configured policy hooks (a wrong reference fails at start, not mid-turn)."""
-    config = settings.hooks
-    return Hooks(
-        before_turn=load_hook(config.before_turn) if config.before_turn else None,
-        after_event=load_hook(config.after_event) if config.after_event else None,
-        after_turn=load_hook(config.after_turn) if config.after_turn else None,
-        timeout=config.timeout / 1000,
+def hosted_app(host: Host, bindings: Sequence[Binding]) -> web.Application:
+    """`host`'s HTTP app as the daemon's host: the app's startup runs the daemon (with
+    `bindings`, its other ways in), its shutdown stops it. aiohttp stops accepting, then runs
+    on_shutdown (the daemon drains its turns; the other bindings stop accepting), then waits
+    for the open requests, then cleanup (the daemon's parts close)."""
+    app = http_app(host)
+    app.cleanup_ctx.append(partial(_hosting, host, bindings))
+    app.on_shutdown.append(partial(_stop, host))
+    return app
+
+
+async def _stop(host: Host, app: web.Application) -> None:
+    await host.stop()
+
+
+class _Started:
+    """The TaskStatus the daemon reports its start through, read by the app's startup."""
+
+    def __init__(self) -> None:
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def started(self, value: Any = None) -> None:
+        self.future.set_result(None)
+
+
+async def _hosting(
+    host: Host, bindings: Sequence[Binding], app: web.Application
+) -> AsyncIterator[None]:
+    """Run the daemon in a task of its own until the app's cleanup.
+
+    aiohttp may run startup and cleanup in different tasks; an anyio task group must be
+    entered and left in one, so the daemon lives in a dedicated task. The app itself is the
+    daemon's last binding: it holds the daemon up until the cleanup."""
+    cleanup = anyio.Event()
+
+    async def site(host: Host, *, task_status: TaskStatus[list[str]]) -> None:
+        task_status.started([])
+        await cleanup.wait()
+
+    status = _Started()
+    task = asyncio.create_task(
+        host.serve([*bindings, site], task_status=status), name="a2a-wrapper-daemon"
     )
-
-
-def backend_config(settings: Settings) -> object:
-    """What the backend factory takes: a built-in's validated block, else `options`."""
-    return settings.backend_config()
+    done, _ = await asyncio.wait({status.future, task}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done and not status.future.done():
+        task.result()  # the start failed: its error, as the daemon raised it
+    try:
+        yield
+    finally:
+        await host.stop()
+        cleanup.set()
+        await task
 
 
 async def _alive(request: web.Request) -> web.Response:
@@ -247,54 +160,3 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )
-
-
-async def _drain(app: web.Application) -> None:
-    """aiohttp runs this after it stops accepting and before it waits for open requests; the
-    gRPC server stops accepting at the same moment, and its running calls end with their
-    turns."""
-    grpc = app.get(GRPC)
-    async with anyio.create_task_group() as tg:
-        if grpc is not None:
-            tg.start_soon(grpc.stop)
-        await app[SERVICE].drain()
-
-
-async def _service_lifecycle(app: web.Application) -> AsyncIterator[None]:
-    """Run the task service, the gRPC server when configured and the replica's heartbeat
-    (storage.kind "postgres"), in a task of its own.
-
-    aiohttp may run startup and cleanup in different tasks; an anyio task group must be entered
-    and left in one, so the service lives in a dedicated task and is stopped by an event. The
-    gRPC server runs in the app's task group inside the service, so it stops first.
-    """
-    ready, stop = anyio.Event(), anyio.Event()
-    failure: list[BaseException] = []
-
-    async def serve() -> None:
-        try:
-            async with app[SERVICE].running(), anyio.create_task_group() as tg:
-                grpc = app.get(GRPC)
-                if grpc is not None:
-                    await tg.start(grpc.serve)
-                for part in (app.get(CLUSTER_EVENTS), app.get(CLUSTER_TURNS), app.get(CLUSTER)):
-                    if part is not None:
-                        await tg.start(part.serve)
-                ready.set()
-                await stop.wait()
-                tg.cancel_scope.cancel()
-        except Exception as exc:
-            failure.append(exc)
-            ready.set()
-            raise
-
-    task = asyncio.create_task(serve(), name="a2a-wrapper-service")
-    await ready.wait()
-    if failure:
-        await asyncio.gather(task, return_exceptions=True)
-        raise failure[0]
-    try:
-        yield
-    finally:
-        stop.set()
-        await task

@@ -12,9 +12,10 @@ from typing import Any
 
 from aiohttp import web
 
+from core.api.calls import Call
 from core.api.errors import as_daemon_error
 from core.bindings.http.body import read_json_body
-from core.bindings.http.calls import Call, call_for
+from core.bindings.http.calls import call_for
 from core.bindings.http.keys import CARD, SETTINGS
 from core.bindings.http.negotiation import check_extensions, request_version
 from core.bindings.http.sse import frame, stream_events

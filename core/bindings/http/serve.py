@@ -1,29 +1,24 @@
-"""Running the app on a socket until SIGINT/SIGTERM (the CLI's `serve`)."""
+"""The HTTP binding: the daemon's HTTP app on a socket, under the connection guards."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import resource
-import signal
-from collections.abc import Callable
 
+import anyio
 import structlog
 from aiohttp import web
+from anyio.abc import TaskStatus
 
-from core.bindings.http.app import create_app
+from core.api.host import Host
+from core.bindings.http.app import http_app
 from core.bindings.http.connections import ConnectionLimits, GuardedSite
-from core.bindings.http.keys import CARD
 from core.bindings.http.ratelog import LogSummary
 from core.engine.startup import ListenError, failing_as
-from core.instance.guard import guarded
-from core.settings import Settings
 from core.settings.server import ServerSettings
 
 log = structlog.get_logger(__name__)
 
-
-FORCED_EXIT = 130
 # File descriptors kept for everything but client connections: the SQLite files, agent
 # processes' pipes, outgoing webhook and agent API connections.
 RESERVED_FDS = 128
@@ -61,37 +56,17 @@ def connection_limits(server: ServerSettings, open_files: int) -> ConnectionLimi
     )
 
 
-async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None:
-    """Bind, report the real URL (port 0 resolved), and stop cleanly on a signal: stop
-    accepting, let running turns finish up to `server.shutdownTimeout`, then stop them and the
-    agents. A second signal exits at once, killing every agent process first. The whole run
-    holds the storage lock (StorageInUseError when another daemon has it) and its process
-    hygiene (`core.instance.guard`)."""
-    async with guarded(settings.storage.local_path()) as guard:
-        await _serve(settings, on_listening, guard.force_stop)
-
-
-async def _serve(
-    settings: Settings, on_listening: Callable[[str], None], force_stop: Callable[[], None]
-) -> None:
-    stop = asyncio.Event()
+async def serve(host: Host, *, task_status: TaskStatus[list[str]]) -> None:
+    """The daemon's HTTP binding: bind `server.host`:`server.port`, report the real URL (port
+    0 resolved), serve until the daemon stops, then stop accepting and let the open requests
+    end (up to `server.shutdownTimeout`; the daemon drains their turns meanwhile)."""
+    settings = host.settings
     loop = asyncio.get_running_loop()
-
-    def on_signal() -> None:
-        if stop.is_set():
-            log.warning("daemon.forced_exit")
-            force_stop()
-            os._exit(FORCED_EXIT)
-        log.info("daemon.stopping")
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
     summary = LogSummary()
     loop.set_exception_handler(summary.loop_exception_handler)
     open_files = raise_open_file_limit()
     runner = web.AppRunner(
-        create_app(settings),
+        http_app(host),
         handle_signals=False,
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         keepalive_timeout=settings.server.keep_alive_timeout / 1000,
@@ -104,14 +79,12 @@ async def _serve(
         with failing_as(ListenError):
             await site.start()
         port = runner.addresses[0][1] if runner.addresses else settings.server.port
-        host = settings.server.host
-        shown = f"[{host}]" if ":" in host else host
-        card = runner.app[CARD]
-        card.http_port = port
-        on_listening(f"http://{shown}:{port}")
-        if card.grpc_port is not None and settings.server.grpc_port is not None:
-            on_listening(f"grpc://{shown}:{card.grpc_port}")
-        await stop.wait()
+        host_name = settings.server.host
+        shown = f"[{host_name}]" if ":" in host_name else host_name
+        host.card.http_port = port
+        task_status.started([f"http://{shown}:{port}"])
+        await host.wait_stopping()
     finally:
-        await runner.cleanup()
+        with anyio.CancelScope(shield=True):
+            await runner.cleanup()
         summary.close()

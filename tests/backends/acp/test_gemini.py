@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import load
 from harness.mock_models.model import MockModel
 from harness.mock_models.steps import WriteFile

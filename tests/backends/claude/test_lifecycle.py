@@ -14,8 +14,8 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from core.backend.base import BackendUnavailableError, running
-from core.bindings.http.app import create_app
 from core.cli import main
+from core.daemon import create_app
 from core.engine.startup import BackendStartError
 from harness.mock_models.anthropic import AnthropicMock
 from harness.mock_models.steps import Hang

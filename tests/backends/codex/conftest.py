@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from harness.codex import codex_block
 from harness.mock_models.openai_responses import ResponsesMock
 from tests.backends.codex.support import codex_settings

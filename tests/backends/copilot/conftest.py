@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import procfs
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
 from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 from tests.support.orphans import cmdline

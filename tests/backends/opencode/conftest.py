@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend.base import BackendUnavailableError
-from core.bindings.http.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
 from harness.mock_models.openai_chat import OpenAIChatMock
 from harness.opencode import TEST_ENV, provider_config
