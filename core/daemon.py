@@ -104,6 +104,7 @@ class Daemon:
             tombstone_retention=timedelta(milliseconds=retention) if retention else None,
             clock=clock,
             on_expired=workspaces.remove if workspaces.config.private else None,
+            on_sweep=workspaces.retry_expired if workspaces.config.private else None,
         )
         tasks = store or self.storage.tasks
         push = build_push(
