@@ -38,7 +38,7 @@ from core.engine.policy import Hooks, load_hook
 from core.engine.remote import NO_REMOTE, RemoteTasks
 from core.engine.service import TaskService
 from core.engine.startup import StorageStartError, failing_as
-from core.engine.turn.plugins import chain
+from core.engine.turn.plugins import Plugins, chain
 from core.instance.guard import guarded
 from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
 from core.sessions.manager import Clock, SessionManager, system_clock
@@ -126,12 +126,12 @@ class Daemon:
             agent,
             engine,
             sessions=sessions,
-            hooks=build_hooks(settings),
+            plugins=Plugins(
+                turn=chain(self.budgets, workspace_hooks),
+                hooks=build_hooks(settings),
+                observer=self.observers.turns,
+            ),
             push=push,
-            turn_hooks=chain(self.budgets, workspace_hooks),
-            admission_check=self.budgets.refuse,
-            message_check=workspace_hooks.refuse,
-            observer=self.observers.turns,
             remote=remote,
         )
         if db is not None:

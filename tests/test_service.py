@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import anyio
@@ -75,3 +76,11 @@ async def test_concurrent_follow_ups_continue_a_task_once(
         assert sorted(outcomes) == ["accepted", "refused"]
         await backend.entered(asked.id).wait()
         backend.release(asked.id)
+
+
+def test_the_service_takes_at_most_seven_arguments() -> None:
+    """What extends the engine comes as one `Plugins`, not as a keyword argument each."""
+    parameters = list(inspect.signature(TaskService.__init__).parameters)
+
+    assert parameters[0] == "self"
+    assert len(parameters) - 1 <= 7, parameters

@@ -16,6 +16,7 @@ from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import answer_of
+from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
 from core.push.configs import PushConfigs
 from core.push.dispatcher import PushDispatcher
 from core.storage.push import PushVersion, StoredConfig
@@ -26,15 +27,6 @@ from core.wire.ids import new_id
 from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
 SHUTTING_DOWN = "The daemon is shutting down; send this again later"
-
-# Raises (a DaemonError) when a turn of (principal, contextId) may not start: a spent budget.
-AdmissionCheck = Callable[[str, str], None]
-# Raises (a DaemonError) when a message's content is refused: a malformed patch.
-MessageCheck = Callable[[Message], None]
-
-
-def _no_check(principal: str, context_id: str) -> None:
-    return None
 
 
 def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
@@ -54,12 +46,10 @@ class Admission:
         push: PushDispatcher | None,
         push_configs: PushConfigs,
         draining: Callable[[], bool],
-        check: AdmissionCheck | None = None,
-        message_check: MessageCheck | None = None,
+        plugin: TurnHooks = NO_TURN_HOOKS,
     ) -> None:
         self._limits = limits
-        self._check = check or _no_check
-        self._message_check = message_check
+        self._plugin = plugin
         self._live = live
         self._queries = queries
         self._push = push
@@ -105,8 +95,7 @@ class Admission:
         check_message(
             message, max_parts=self._limits.max_parts, max_file_bytes=self._limits.max_file_bytes
         )
-        if self._message_check is not None:
-            self._message_check(message)
+        self._plugin.check_message(message)
         inline = (
             request.configuration.task_push_notification_config
             if request.configuration is not None
@@ -119,12 +108,12 @@ class Admission:
             await self._push_configs.vet(inline, field)
         if message.task_id:
             task = await self._queries.load(principal, message.task_id)
-            self._check(principal, task.context_id)
+            self._plugin.check_admission(principal, task.context_id)
             run = self._continuable(principal, task, message)
             user = message.model_copy(update={"context_id": task.context_id})
         else:
             context_id = message.context_id or new_id()
-            self._check(principal, context_id)
+            self._plugin.check_admission(principal, context_id)
             task_id = new_id()
             user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
             task = Task(

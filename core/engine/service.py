@@ -15,11 +15,9 @@ from contextlib import aclosing, asynccontextmanager
 
 from core.backend import Backend
 from core.engine import readiness
-from core.engine.admission import Admission, AdmissionCheck, MessageCheck
+from core.engine.admission import Admission
 from core.engine.config import EngineConfig
 from core.engine.lifecycle import Lifecycle
-from core.engine.observer import NO_OBSERVER, TurnObserver
-from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.readiness import Readiness
 from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
@@ -27,7 +25,7 @@ from core.engine.scheduling import Scheduler
 from core.engine.streams import EventStream, apply_history_length
 from core.engine.task_run import TaskRun
 from core.engine.turn.driver import TurnDriver
-from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
+from core.engine.turn.plugins import NO_PLUGINS, Plugins
 from core.engine.turn.runner import TurnRunner
 from core.push.configs import PushConfigs
 from core.push.dispatcher import PushDispatcher
@@ -71,19 +69,15 @@ class TaskService:
         config: EngineConfig | None = None,
         *,
         sessions: SessionManager | None = None,
-        hooks: Hooks = NO_HOOKS,
-        turn_hooks: TurnHooks = NO_TURN_HOOKS,
+        plugins: Plugins = NO_PLUGINS,
         push: PushDispatcher | None = None,
-        admission_check: AdmissionCheck | None = None,
-        message_check: MessageCheck | None = None,
-        observer: TurnObserver = NO_OBSERVER,
         remote: RemoteTasks = NO_REMOTE,
     ) -> None:
-        """`admission_check` may refuse a message before anything is stored (budgets), as
-        may `message_check` for its content (a malformed patch); `observer` watches every
-        turn (metrics, traces); `remote`: the other replicas (their tasks can be watched and
+        """`plugins`: what extends the engine (workspaces and budgets, the policy hooks, the
+        turn observer); `remote`: the other replicas (their tasks can be watched and
         cancelled from here, and this one's events reach them)."""
         config = config or EngineConfig()
+        turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
         self._store = store
@@ -111,7 +105,7 @@ class TaskService:
             backend,
             runner,
             self._sessions,
-            hooks=hooks,
+            hooks=plugins.hooks,
             turn_hooks=turn_hooks,
             turn_timeout=timeouts.turn,
             idle_timeout=timeouts.idle,
@@ -125,8 +119,7 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
-            check=admission_check,
-            message_check=message_check,
+            plugin=turn_hooks,
         )
         self._scheduler = Scheduler(
             driver, self._admission, self._live, timeouts, approvals.mode, observer=observer

@@ -26,6 +26,7 @@ from core.backend import Turn, Usage
 from core.engine.turn.plugins import NO_REPORT, StopTurnError, TurnReport
 from core.storage.usage import TurnUsage, UsageStore
 from core.wire.errors import BudgetExceededError
+from core.wire.models import Message
 
 log = structlog.get_logger(__name__)
 
@@ -186,6 +187,12 @@ class Budgets:
         return self._context(principal, context_id), self._principal(principal)
 
     # ----- admission -------------------------------------------------------------------------
+
+    def check_message(self, message: Message) -> None:
+        return None
+
+    def check_admission(self, principal: str, context_id: str) -> None:
+        self.refuse(principal, context_id)
 
     def refuse(self, principal: str, context_id: str) -> None:
         """Raise BudgetExceededError when the context or the principal has reached a budget."""

@@ -1,13 +1,17 @@
-"""Where what comes next hooks into a turn's life: its workspace and its usage.
+"""The one seam for what plugs into the engine's turns: a workspace per context, budgets.
 
-The engine calls a `TurnHooks` at four fixed points, and nowhere else: `prepare` before the
+The engine calls a `TurnHooks` before anything of a message is stored (`check_message`: its
+content may be refused, e.g. a malformed patch; `check_admission`: a turn of that context may
+not start, e.g. a spent budget; both raise a DaemonError) and at four fixed points of each
+turn, and nowhere else: `prepare` before the
 backend sees the turn (a workspace per context is made ready, and named in the turn it
 returns; raising `StopTurnError` fails the task with its reason), `finish` as the turn ends
 with an answer, a question or a failure of the agent (what the turn changed becomes
 artifacts and task metadata), `release` once the turn is over whatever its outcome (the
 workspace is given back), and `charge` for every Usage event of the turn (a budget is
 charged; raising `StopTurnError` stops the turn). The default does nothing; `chain` runs
-several in order.
+several in order. `Plugins` bundles it with the user's policy hooks and the turn observer:
+everything the engine is given to extend it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.backend import ArtifactOut, Turn, Usage
+from core.engine.observer import NO_OBSERVER, TurnObserver
+from core.engine.policy import NO_HOOKS, Hooks
+from core.wire.models import Message
 
 
 class StopTurnError(Exception):
@@ -41,6 +48,15 @@ NO_REPORT = TurnReport()
 
 
 class TurnHooks(Protocol):
+    def check_message(self, message: Message) -> None:
+        """Before anything is stored: raise (a DaemonError) to refuse the message's content."""
+        ...
+
+    def check_admission(self, principal: str, context_id: str) -> None:
+        """Before anything is stored: raise (a DaemonError) when a turn of `principal` in
+        `context_id` may not start."""
+        ...
+
     async def prepare(self, turn: Turn) -> Turn:
         """Before the backend runs `turn` (inside its context's lane, after its session is
         resolved): return the turn to run. Raising fails the task with an error id."""
@@ -62,6 +78,12 @@ class TurnHooks(Protocol):
 
 
 class NoTurnHooks:
+    def check_message(self, message: Message) -> None:
+        return None
+
+    def check_admission(self, principal: str, context_id: str) -> None:
+        return None
+
     async def prepare(self, turn: Turn) -> Turn:
         return turn
 
@@ -85,6 +107,14 @@ class ChainedTurnHooks:
 
     def __init__(self, hooks: Sequence[TurnHooks]) -> None:
         self._hooks = tuple(hooks)
+
+    def check_message(self, message: Message) -> None:
+        for hook in self._hooks:
+            hook.check_message(message)
+
+    def check_admission(self, principal: str, context_id: str) -> None:
+        for hook in self._hooks:
+            hook.check_admission(principal, context_id)
 
     async def prepare(self, turn: Turn) -> Turn:
         done: list[TurnHooks] = []
@@ -118,3 +148,18 @@ class ChainedTurnHooks:
 
 def chain(*hooks: TurnHooks) -> TurnHooks:
     return hooks[0] if len(hooks) == 1 else ChainedTurnHooks(hooks)
+
+
+@dataclass(frozen=True)
+class Plugins:
+    """Everything that extends the engine: `turn` (workspaces, budgets: the checks before a
+    message is stored, then each turn's four points), the user's policy `hooks` (`hooks.*`:
+    before a turn, on each event, after it; they run outside TaskRun's transitions), and the
+    `observer` of each turn (metrics, traces)."""
+
+    turn: TurnHooks = NO_TURN_HOOKS
+    hooks: Hooks = NO_HOOKS
+    observer: TurnObserver = NO_OBSERVER
+
+
+NO_PLUGINS = Plugins()
