@@ -17,7 +17,7 @@ from core import logs, registry
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
-from core.daemon import build_hooks, serve
+from core.daemon import build_hooks, check_storage, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
 from core.instance.lock import StorageLockError
@@ -144,6 +144,11 @@ def _workspaces(path: Path) -> int:
     if settings.storage.kind == "memory":
         print("storage.kind is memory: the daemon keeps no workspaces between runs")
         return 0
+    try:
+        check_storage(settings)
+    except StorageStartError as exc:
+        print(f"a2a-wrapper: {_where(exc, settings)}: {exc}", file=sys.stderr)
+        return exc.exit_code
 
     async def listing() -> list[str]:
         store = storage_for(settings).sessions

@@ -40,6 +40,7 @@ from core.engine.service import TaskService
 from core.engine.startup import StorageStartError, failing_as
 from core.engine.turn.plugins import Plugins, chain
 from core.instance.guard import guarded
+from core.instance.records import SCHEMA as INSTANCE_SCHEMA
 from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
@@ -47,6 +48,7 @@ from core.settings.sections import engine_config, workspace_config
 from core.storage.kinds import storage_for
 from core.storage.push import PushStore
 from core.storage.sessions import SessionStore
+from core.storage.sqlite.database import ForeignStorageError
 from core.storage.tasks import TaskStore
 from core.usage.build import build_budgets, build_observers
 from core.workspaces.manager import WorkspaceManager
@@ -119,8 +121,7 @@ class Daemon:
             events = ClusterEvents(db, settings.storage.url or "", wait)
             turns = ClusterTurns(db, events, FORWARD_WAIT)
             remote = ReplicaTasks(events, turns)
-            heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
-            self.cluster = [events, turns, Cluster(db, tasks, heartbeat, push)]
+            self.cluster = [events, turns]
         self.service = TaskService(
             tasks,
             agent,
@@ -137,6 +138,9 @@ class Daemon:
         if db is not None:
             events.on_cancel = self.service.cancel_here
             turns.on_turn = self.service.admit_here
+            heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
+            lease = Cluster(db, tasks, heartbeat, push, on_lease_lost=self.service.stop_turns)
+            self.cluster.append(lease)
         self.ops = Operations(self.service)
         self._stopping: anyio.Event | None = None
         self._stop_asked = False
@@ -269,12 +273,24 @@ def build_hooks(settings: Settings) -> Hooks:
 # ----- the CLI's `serve` ---------------------------------------------------------------------
 
 
+def check_storage(settings: Settings) -> None:
+    """Before anything is written: a SQLite storage file that exists must be this daemon's
+    (StorageStartError, one line, otherwise). The tables it may hold are those of every store
+    and of the instance records."""
+    try:
+        storage_for(settings).check_ours(INSTANCE_SCHEMA)
+    except ForeignStorageError as exc:
+        raise StorageStartError(str(exc)) from exc
+
+
 async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None:
     """Serve until SIGINT/SIGTERM: stop accepting, let running turns finish up to
     `server.shutdownTimeout`, then stop them and the agents. A second signal exits at once,
     killing every agent process first. The whole run holds the storage lock
     (StorageInUseError when another daemon has it) and its process hygiene
-    (`core.instance.guard`)."""
+    (`core.instance.guard`). A storage file that is not this daemon's is refused before
+    anything is written (StorageStartError)."""
+    check_storage(settings)
     async with guarded(settings.storage.local_path()) as guard:
         daemon = Daemon(settings)
         loop = asyncio.get_running_loop()

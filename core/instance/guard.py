@@ -25,6 +25,7 @@ import structlog
 
 from core.backend import procfs
 from core.backend.process import recording, spawn_in_progress, wait_exited
+from core.engine.startup import StorageStartError, failing_as
 from core.instance.lock import storage_lock
 from core.instance.records import (
     InMemoryInstanceRecords,
@@ -181,7 +182,10 @@ async def guarded(storage: Path | None) -> AsyncIterator[Guard]:
         records: InstanceRecords = (
             SqliteInstanceRecords(storage) if storage is not None else InMemoryInstanceRecords()
         )
-        await records.open()
+        # The storage file was checked (core/storage/kinds.py); what it still cannot do
+        # (a damaged page) is one line and the storage exit code, not a traceback.
+        with failing_as(StorageStartError):
+            await records.open()
         ledger = Ledger(records)
         loop = asyncio.get_running_loop()
         try:

@@ -51,6 +51,15 @@ class Storage:
         if self.database is not None:
             await self.database.close()
 
+    def check_ours(self, *schemas: str) -> None:
+        """SQLite: a storage file that exists must hold only tables of this daemon's stores
+        (and `schemas`): ForeignStorageError otherwise. Nothing to check elsewhere (memory;
+        PostgreSQL checks its schema version when it opens)."""
+        if isinstance(self.database, SqliteDatabase):
+            for schema in schemas:
+                self.database.add_schema(schema)
+            self.database.check_ours()
+
 
 def memory(settings: Settings) -> Storage:
     return Storage(
