@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     JsonValue,
     ModelWrapValidatorHandler,
@@ -24,11 +25,6 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
 
 from core import registry
 from core.backend.config import Block
@@ -196,15 +192,15 @@ class StorageSettings(Block):
         return self.resolved_path().parent
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
+class Settings(BaseModel):
+    """The whole config. `load` is its only reader: the JSON file, then the environment
+    (`_env_overrides`, the one parser of `A2A_WRAPPER__*`), then CLI flags."""
+
+    model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
         frozen=True,
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
-        case_sensitive=False,
     )
 
     schema_: str | None = Field(default=None, alias="$schema")
@@ -229,18 +225,6 @@ class Settings(BaseSettings):
     )
     # The backend blocks (`"<name>": {...}`), validated by each backend's own model.
     _blocks: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # init carries CLI flags merged over the file; env sits between them (see load()).
-        return (init_settings,)
 
     @model_validator(mode="wrap")
     @classmethod
