@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from anyio.abc import TaskStatus
 
 from core.api.host import Binding, Host
@@ -22,8 +23,11 @@ from core.bindings.http import jsonrpc, rest, rest_v03
 from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
+from core.bindings.http.metrics import metrics_route, observed_paths
+from core.bindings.http.observe import observe_requests
 from core.bindings.http.rest_common import Endpoint, rest_not_found
-from core.usage.build import observed_paths
+from core.usage.metrics import METRICS_PATH
+from core.usage.observers import AppObservers
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +46,7 @@ def http_app(host: Host) -> web.Application:
     observers = host.observers
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, *_observing(observers), rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = host.card
@@ -59,8 +63,19 @@ def http_app(host: Host) -> web.Application:
     app.router.add_get("/health", _alive)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _ready)
-    observers.add_routes(app)
+    if observers.metrics is not None:
+        app.router.add_get(METRICS_PATH, metrics_route(observers.metrics, settings))
+    if observers.tracing is not None and observers.owns_provider:
+        app.on_cleanup.append(partial(_flush, observers))
     return app
+
+
+def _observing(observers: AppObservers) -> list[Middleware]:
+    return [observe_requests(observers.sinks)] if observers.sinks else []
+
+
+async def _flush(observers: AppObservers, app: web.Application) -> None:
+    observers.flush()
 
 
 def hosted_app(host: Host, bindings: Sequence[Binding]) -> web.Application:
