@@ -138,6 +138,7 @@ class Daemon:
                 turn=chain(self.budgets, workspace_hooks),
                 hooks=build_hooks(settings),
                 observer=self.observers.turns,
+                budget=self.budgets,
             ),
             push=push,
             remote=remote,

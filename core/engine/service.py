@@ -73,9 +73,10 @@ class TaskService:
         push: PushDispatcher | None = None,
         remote: RemoteTasks = NO_REMOTE,
     ) -> None:
-        """`plugins`: what extends the engine (workspaces and budgets, the policy hooks, the
-        turn observer); `remote`: the other replicas (their tasks can be watched and
-        cancelled from here, and this one's events reach them)."""
+        """`plugins`: what extends the engine (workspaces and budgets, the budget a turn
+        reserves as it is admitted, the policy hooks, the turn observer); `remote`: the other
+        replicas (their tasks can be watched and cancelled from here, and this one's events
+        reach them)."""
         config = config or EngineConfig()
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
@@ -119,6 +120,7 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
+            budget=plugins.budget,
             plugin=turn_hooks,
         )
         self._scheduler = Scheduler(

@@ -20,6 +20,10 @@ from core.wire.errors import DaemonError, protocol_name
 if TYPE_CHECKING:
     from core.engine.task_run import TaskRun
 
+# The `method` of a request whose name the daemon does not know: a caller's made-up name never
+# becomes a label value (each would be a series of its own, kept for the process's life).
+OTHER = "other"
+
 
 @dataclass
 class RequestFacts:
@@ -47,7 +51,8 @@ def current() -> RequestFacts | None:
 
 
 def method(name: str, version: str, task_id: object = None) -> None:
-    """The binding knows which A2A method (and which task, if the params name one)."""
+    """The binding knows which A2A method (and which task, if the params name one); `name` is
+    one of the daemon's own method names, or `OTHER`."""
     facts = _FACTS.get()
     if facts is not None:
         facts.method, facts.version = name, version

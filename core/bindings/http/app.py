@@ -25,7 +25,7 @@ from core.bindings.http.card import card_route
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
 from core.bindings.http.metrics import metrics_route, observed_paths
 from core.bindings.http.observe import observe_requests
-from core.bindings.http.rest_common import Endpoint, rest_not_found
+from core.bindings.http.rest_common import Endpoint, rest_not_found, uri_too_long
 from core.usage.metrics import METRICS_PATH
 from core.usage.observers import AppObservers
 
@@ -152,15 +152,19 @@ async def _ready(request: web.Request) -> web.Response:
     return web.json_response(body, status=503)
 
 
+MAX_LOGGED_PATH = 200  # characters of a path a log line shows (a caller picks its length)
+
+
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Every log line of a request (and of the turns it starts) carries its request_id; one
-    line per request says how it ended (never its body: no prompts, no tokens)."""
+    line per request says how it ended (never its body: no prompts, no tokens). A URI too
+    long is answered 414 here, before anything else looks at the request."""
     started = time.perf_counter()
     status = 500
     with structlog.contextvars.bound_contextvars(request_id=os.urandom(6).hex()):
         try:
-            response = await handler(request)
+            response = uri_too_long(request) or await handler(request)
         except web.HTTPException as exc:
             status = exc.status
             raise
@@ -171,7 +175,7 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
             log.info(
                 "http.request",
                 method=request.method,
-                path=request.path,
+                path=request.path[:MAX_LOGGED_PATH],
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )
