@@ -13,7 +13,7 @@ from tests.packaging.test_configs_side_by_side import EXE, user_env
 
 def test_claude_against_the_mock_model(tmp_path: Path) -> None:
     mock = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.mock_models", "anthropic"],
+        [sys.executable, "-m", "harness.mock_models", "anthropic"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
