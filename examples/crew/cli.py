@@ -18,19 +18,18 @@ from pathlib import Path
 
 import anyio
 
-from core import logs
-from core.server.serve import serve
-from core.settings import ConfigError, load
 from examples.crew.agent import serve_overrides
 from examples.crew.changes import ApplyError, apply_patch, job_patch
+from examples.crew.daemon import ConfigError, load, logs, serve
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
 from examples.crew.ledger import Ledger
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.report import build_report
+from examples.crew.states import JobState
 from examples.crew.view import LineView, TerminalAsker, TerminalView
 
-EXIT = {"done": 0, "partial": 1, "failed": 1, "needs-input": 3}
+EXIT = {JobState.DONE: 0, JobState.PARTIAL: 1, JobState.FAILED: 1, JobState.NEEDS_INPUT: 3}
 
 
 def default_ledger() -> Path:
@@ -85,14 +84,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+async def _job_patch(path: Path, job_id: str) -> str:
+    async with Ledger.opened(path) as ledger:
+        if await ledger.job(job_id) is None:
+            raise JobError(f"no job {job_id!r} in {ledger.path}")
+        return await job_patch(ledger, job_id)
+
+
 def _apply(args: argparse.Namespace) -> int:
-    ledger = Ledger(args.ledger or default_ledger())
-    try:
-        if ledger.job(args.job) is None:
-            raise JobError(f"no job {args.job!r} in {ledger.path}")
-        patch = job_patch(ledger, args.job)
-    finally:
-        ledger.close()
+    patch = anyio.run(_job_patch, args.ledger or default_ledger(), args.job)
     if not patch:
         print(f"crew: job {args.job!r} changed no files; nothing to apply", file=sys.stderr)
         return 0
@@ -144,32 +144,48 @@ async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
         args.report.write_text(outcome.report)
     print(outcome.report, end="")
     view.message(f"job {job_id}: {outcome.outcome.state}")
-    if outcome.outcome.state != "done":
+    if outcome.outcome.state is not JobState.DONE:
         view.message(f"resume with: python -m examples.crew run {args.plan} --job {job_id}")
     return EXIT[outcome.outcome.state]
 
 
-async def _check(plan: Plan, ledger: Ledger | None) -> int:
-    """Every agent and alternate: what it speaks and how it would be used, and its record in
-    the ledger (success rate, latency). Exit 2 when a role has no usable agent."""
+async def _check(plan: Plan, path: Path) -> int:
+    """One line per agent and alternate: usable or not (and why), what it speaks and how it
+    would be used, and its record in the ledger (success rate, latency). Exit 2 when a role
+    has no usable agent (after every agent's line)."""
     problems: dict[str, str] = {}
-    links = await connect(plan, set(plan.agents), problems=problems)
+    links = await connect(plan, set(plan.agents), problems=problems, all_of_them=True)
+    ledger = Ledger(path) if await anyio.Path(path).exists() else None
+    if ledger is not None:
+        await ledger.open()
+    dead = []
     try:
         for role in sorted(plan.agents):
+            if not any(name in links for name, _ in plan.candidates(role)):
+                dead.append(role)
             for name, spec in plan.candidates(role):
                 link = links.get(name)
                 if link is None:
-                    print(f"{name}: unusable at {spec.card_url}: {problems.get(name, '?')}")
+                    why = problems.get(name, "?").removeprefix(
+                        f"agent {name!r} ({spec.card_url}): "
+                    )
+                    line = f"{name}: unusable at {spec.card_url}: {why}"
                 else:
-                    print(
-                        f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
+                    line = (
+                        f"{name}: ok at {spec.card_url}: {link.card.name!r} speaks "
                         f"{', '.join(link.versions)}; would use v{link.protocol} "
                         f"{link.binding} ({link.mode})"
                     )
                 if ledger is not None:
-                    print(f"  record: {ledger.agent_record(spec.card_url).describe()}")
+                    line += f"; record: {(await ledger.agent_record(spec.card_url)).describe()}"
+                print(line)
     finally:
         await close(links)
+        if ledger is not None:
+            await ledger.close()
+    if dead:
+        print(f"plan {plan.name!r}: no usable agent for {', '.join(dead)}", file=sys.stderr)
+        return 2
     print(f"plan {plan.name!r}: ok; layers: " + " -> ".join("+".join(la) for la in plan.layers))
     return 0
 
@@ -190,22 +206,23 @@ def _serve(args: argparse.Namespace, plan: Plan) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
-    job = ledger.job(args.job)
+async def _report(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
+    job = await ledger.job(args.job)
     if job is None:
         raise JobError(f"no job {args.job!r} in {ledger.path}")
-    print(build_report(plan, job, ledger, {}), end="")
+    print(await build_report(plan, job, ledger, {}), end="")
     return 0
 
 
 def _check_plan(args: argparse.Namespace, plan: Plan) -> int:
-    path = args.ledger or default_ledger()
-    book = Ledger(path) if path.exists() else None
-    try:
-        return anyio.run(_check, plan, book)
-    finally:
-        if book is not None:
-            book.close()
+    return anyio.run(_check, plan, args.ledger or default_ledger())
+
+
+async def _with_ledger(args: argparse.Namespace, plan: Plan) -> int:
+    async with Ledger.opened(args.ledger or default_ledger()) as ledger:
+        if args.command == "report":
+            return await _report(args, plan, ledger)
+        return await _run(args, plan, ledger)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,13 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         by_plan = {"check": _check_plan, "serve": _serve}
         if args.command in by_plan:
             return by_plan[args.command](args, plan)
-        ledger = Ledger(args.ledger or default_ledger())
-        try:
-            if args.command == "report":
-                return _report(args, plan, ledger)
-            return anyio.run(_run, args, plan, ledger)
-        finally:
-            ledger.close()
+        return anyio.run(_with_ledger, args, plan)
     except (PlanError, JobError) as exc:
         print(f"crew: {exc}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ from examples.crew.ledger import Ledger
 from examples.crew.mock_models import MockModelError, Script, running
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.runner import JobOutcome
+from examples.crew.states import RunState, StepState
 from examples.crew.view import LineView
 
 HERE = Path(__file__).resolve().parent
@@ -186,15 +187,17 @@ async def daemons(agents: list[DemoAgent], env: dict[str, str], logs: Path) -> A
                 print(f"demo: stopped {daemon.agent.name} (exit {code})", file=sys.stderr)
 
 
-def problems(plan: Plan, outcome: JobOutcome, ledger: Ledger, agents: list[DemoAgent]) -> list[str]:
+async def problems(
+    plan: Plan, outcome: JobOutcome, ledger: Ledger, agents: list[DemoAgent]
+) -> list[str]:
     """What is wrong: a step not done, or done by another backend than its agent's config."""
     intended = {a.name: a.intended_backend() for a in agents}
     found = []
     for step in plan.steps:
         state = outcome.steps[step.id]
-        runs = ledger.runs(outcome.job_id, step.id)
-        backends = {r.backend for r in runs if r.state == "done" and r.backend}
-        if state != "done":
+        runs = await ledger.runs(outcome.job_id, step.id)
+        backends = {r.backend for r in runs if r.state is RunState.DONE and r.backend}
+        if state is not StepState.DONE:
             found.append(f"step {step.id}: {state}")
         elif backends != {intended[step.agent]}:
             found.append(f"step {step.id}: done by {sorted(backends)}, not {intended[step.agent]}")
@@ -233,8 +236,7 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
             print(f"demo: mock model {kind} at {model.url}", file=sys.stderr)
         async with daemons(manifest.agents, env, work / "logs"):
             plan = load_plan(manifest.plan, env)
-            ledger = Ledger(work / "state" / "crew.sqlite3")
-            try:
+            async with Ledger.opened(work / "state" / "crew.sqlite3") as ledger:
                 result = await run_job(
                     plan,
                     ledger,
@@ -244,9 +246,7 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
                     observer=LineView(),
                     environ=env,
                 )
-                wrong = problems(plan, result.outcome, ledger, manifest.agents)
-            finally:
-                ledger.close()
+                wrong = await problems(plan, result.outcome, ledger, manifest.agents)
     if manifest.project is not None and not wrong:
         wrong += await check_apply(origin, work, ledger.path)
     print(result.report, end="")

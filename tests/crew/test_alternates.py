@@ -55,7 +55,7 @@ async def test_an_unreachable_agent_and_one_that_fails_hand_the_step_to_alternat
     plan = parse_plan(doc, {})
     result = await crew(plan)
     assert result.outcome.state == "done", result.report
-    runs = ledger.runs("job-1")
+    runs = await ledger.runs("job-1")
     assert [(r.step_id, r.agent, r.state) for r in runs if r.step_id == "write"] == [
         ("write", "writer#1", "done")
     ]
@@ -65,8 +65,8 @@ async def test_an_unreachable_agent_and_one_that_fails_hand_the_step_to_alternat
         ("tester#1", "done"),
     ]
     bad, good = (
-        ledger.agent_record(f"{failing}/.well-known/agent-card.json"),
-        (ledger.agent_record(f"{standby}/.well-known/agent-card.json")),
+        await ledger.agent_record(f"{failing}/.well-known/agent-card.json"),
+        (await ledger.agent_record(f"{standby}/.well-known/agent-card.json")),
     )
     assert (bad.done, bad.failed, bad.success_rate) == (0, 2, 0.0)
     assert (good.done, good.failed, good.success_rate) == (2, 0, 1.0)
@@ -96,4 +96,4 @@ async def test_a_role_with_no_usable_agent_fails_the_job_before_sending(
     }
     with pytest.raises(JobError, match="card unreachable"):
         await crew(parse_plan(doc, {}))
-    assert ledger.runs("job-1") == []
+    assert await ledger.runs("job-1") == []
