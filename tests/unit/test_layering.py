@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("core", "wrappers")
+SCANNED = ("core", "wrappers", "examples/crew")
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,20 @@ WIRE_MUST_NOT_IMPORT = (
     "anyio",
 )
 
+# The crew (an A2A client, and a backend of our daemon when served) uses only what any backend
+# or tool may: the backend kit, the settings loader, the server's entry point, logging and
+# the SQLite layer; and all of it through one module.
+CREW_DOOR = "examples/crew/daemon.py"
+DAEMON_SURFACE = (
+    "core.backend",
+    "core.settings.ConfigError",
+    "core.settings.load",
+    "core.settings.substitute",
+    "core.server.serve.serve",
+    "core.logs",
+    "core.sqlite_db.SqliteDatabase",
+)
+
 RULES = [
     Rule(
         "only core/server imports aiohttp within core",
@@ -119,6 +133,16 @@ RULES = [
         "wrappers import only core.backend from core",
         lambda f: in_folder(f, "wrappers"),
         lambda m: within(m, "core") and not within(m, "core.backend"),
+    ),
+    Rule(
+        "examples/crew reaches core only through examples/crew/daemon.py",
+        lambda f: in_folder(f, "examples/crew") and f != CREW_DOOR,
+        lambda m: within(m, "core") or within(m, "wrappers"),
+    ),
+    Rule(
+        "examples/crew/daemon.py imports only the daemon's public surface",
+        lambda f: f == CREW_DOOR,
+        lambda m: within(m, "core") and not any(within(m, p) for p in DAEMON_SURFACE),
     ),
     Rule(
         "only core/registry.py imports wrappers within core",
@@ -232,3 +256,13 @@ def test_allowed_arrows_pass_every_rule(file: str, source: str) -> None:
     imports = imports_in(source, file)
 
     assert [v for rule in RULES for v in rule.violations(imports)] == []
+
+
+def test_the_crew_reaches_core_through_one_module() -> None:
+    crew = [i for i in project_imports() if i.file.startswith("examples/crew/")]
+    door = [i for i in crew if i.file == CREW_DOOR and within(i.module, "core")]
+
+    assert door  # the walk sees the crew, and its door imports core
+    assert all(not within(i.module, "core") for i in crew if i.file != CREW_DOOR)
+    rule = next(r for r in RULES if r.name.startswith("examples/crew reaches core"))
+    assert rule.violations(imports_in("from core.tasks import store", "examples/crew/x.py"))
