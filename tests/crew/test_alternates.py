@@ -8,15 +8,18 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 import pytest
+from aiohttp.test_utils import TestServer
 
 from examples.crew.job import JobError
 from examples.crew.ledger import Ledger
 from examples.crew.plan import parse_plan
 from tests.crew.agents import CrewBackend, RoleBackend
+from tests.crew.busy import BusyAgent
 from tests.crew.conftest import RunCrew, StartAgent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,3 +100,33 @@ async def test_a_role_with_no_usable_agent_fails_the_job_before_sending(
     with pytest.raises(JobError, match="card unreachable"):
         await crew(parse_plan(doc, {}))
     assert await ledger.runs("job-1") == []
+
+
+@pytest.mark.parametrize("kind", ["rateLimit", "quota", "http"])
+async def test_a_rate_limited_or_out_of_quota_agent_hands_the_step_to_its_alternate(
+    start_agent: StartAgent,
+    aiohttp_server: Callable[..., Awaitable[TestServer]],
+    crew: RunCrew,
+    ledger: Ledger,
+    kind: str,
+) -> None:
+    """The primary answers 429 (its provider's, reported as `a2aWrapper.error.kind`, or its
+    own server's): the step goes to the alternate at once, without retrying the busy agent."""
+    standby_agent = CrewBackend()
+    standby = await start_agent(standby_agent, name="standby")
+    busy = BusyAgent(standby, kind)
+    server = await aiohttp_server(busy.app())
+    primary = str(server.make_url("")).rstrip("/")
+    doc = {
+        "agents": {"writer": {"card": primary, "alternates": [{"card": standby}]}},
+        "steps": [{"id": "write", "agent": "writer", "prompt": "say: code", "retries": 2}],
+    }
+    result = await crew(parse_plan(doc, {}))
+    assert result.outcome.state == "done", result.report
+    assert busy.requests.count("SendMessage") == 1  # not retried there
+    assert [t.text for t in standby_agent.turns] == ["say: code"]
+    runs = await ledger.runs("job-1", "write")
+    assert [(r.agent, r.state) for r in runs][-1] == ("writer#1", "done")
+    if kind != "http":
+        assert [(r.agent, r.state) for r in runs] == [("writer", "failed"), ("writer#1", "done")]
+        assert f"({kind})" in result.report  # the report says why it moved
