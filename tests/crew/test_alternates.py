@@ -88,6 +88,14 @@ async def test_an_unreachable_agent_and_one_that_fails_hand_the_step_to_alternat
     assert f"writer: unusable at {dead}/.well-known/agent-card.json" in out
     assert "record: 0/2 tasks done (0%)" in out
     assert "record: 2/2 tasks done (100%), latency median" in out
+    lines = out.splitlines()  # one line per agent and alternate, then the plan's
+    assert [line.split(":")[0] for line in lines] == [
+        "tester",
+        "tester#1",
+        "writer",
+        "writer#1",
+        "plan 'crew'",
+    ], out
 
 
 async def test_a_role_with_no_usable_agent_fails_the_job_before_sending(
