@@ -1,5 +1,5 @@
 """`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `apply`,
-`serve`).
+`serve`, `up`, `down`).
 
 Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
 an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
@@ -22,6 +22,7 @@ from examples.crew.agent import serve_overrides
 from examples.crew.changes import ApplyError, apply_patch, job_patch
 from examples.crew.daemon import ConfigError, load, logs, serve
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
+from examples.crew.fleet import READY_TIMEOUT, FleetError, default_state, down, up, wanted
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
 from examples.crew.ledger import Ledger
 from examples.crew.plan import Plan, PlanError, load_plan
@@ -75,6 +76,23 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--job", required=True)
     apply.add_argument("--to", type=Path, default=Path(), help="the checkout (default: here)")
     apply.add_argument("--ledger", type=Path, default=None)
+    for name, what in (
+        ("up", "start the daemons the plan's agents name (`daemon`), wait until each is ready"),
+        ("down", "stop the daemons `up` started for this plan (by their recorded PIDs)"),
+    ):
+        fleet = commands.add_parser(name, help=what)
+        fleet.add_argument("plan", type=Path)
+        fleet.add_argument(
+            "--state",
+            type=Path,
+            default=None,
+            help="where the daemons' stores, workspaces, logs and PIDs go "
+            "(default: ~/.local/state/a2a-wrapper/crew-up/<plan name>)",
+        )
+        if name == "up":
+            fleet.add_argument(
+                "--timeout", type=float, default=READY_TIMEOUT, help="seconds to wait for each"
+            )
     serve = commands.add_parser("serve", help="serve the crew as one A2A agent")
     serve.add_argument("plan", type=Path)
     serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
@@ -190,6 +208,40 @@ async def _check(plan: Plan, path: Path) -> int:
     return 0
 
 
+async def _up(args: argparse.Namespace, plan: Plan) -> int:
+    state = args.state or default_state(plan)
+    names = wanted(plan, args.plan)
+    if not names:
+        print(f"crew: no agent of {args.plan} names a daemon config (`daemon`)", file=sys.stderr)
+        return 2
+    try:
+        daemons = await up(plan, args.plan, state, ready_within=args.timeout)
+    except FleetError as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 2
+    for daemon in daemons:
+        print(
+            f"{daemon.agent}: {daemon.url} ready (pid {daemon.pid}, config {daemon.config}, "
+            f"log {daemon.log})"
+        )
+    print(f"state: {state}; stop them with: python -m examples.crew down {args.plan}", end="")
+    print(f" --state {state}" if args.state else "")
+    return 0
+
+
+async def _down(args: argparse.Namespace, plan: Plan) -> int:
+    try:
+        said = await down(args.state or default_state(plan))
+    except FleetError as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 2
+    for line in said:
+        print(line)
+    if not said:
+        print(f"crew: no daemons recorded for plan {plan.name!r}")
+    return 0
+
+
 def _serve(args: argparse.Namespace, plan: Plan) -> int:
     """The crew behind our own daemon (examples/crew/agent.py); stops on SIGINT/SIGTERM."""
     ledger = args.ledger or default_ledger()
@@ -234,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         by_plan = {"check": _check_plan, "serve": _serve}
         if args.command in by_plan:
             return by_plan[args.command](args, plan)
+        if args.command in ("up", "down"):
+            return anyio.run(_up if args.command == "up" else _down, args, plan)
         return anyio.run(_with_ledger, args, plan)
     except (PlanError, JobError) as exc:
         print(f"crew: {exc}", file=sys.stderr)
