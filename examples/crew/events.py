@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from examples.crew.ledger_schema import RunRow
-from examples.crew.states import Activity, RunState, StepState
+from examples.crew.states import OPEN_RUNS, Activity, RunState, StepState
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,13 @@ class StepStatus:
 
     @property
     def shown(self) -> StepState | RunState | Activity:
-        """What the step is doing, most specific first."""
-        if self.state is StepState.RUNNING:
-            return self.activity or self.run or self.state
+        """What the step is doing, most specific first: a running step (or a done verdict
+        step a loop runs again) shows its activity, else its remote task's state."""
+        if self.activity is not None and self.state is StepState.RUNNING:
+            return self.activity
+        busy = self.run is not None and (self.state is StepState.RUNNING or self.run in OPEN_RUNS)
+        if busy and self.state in (StepState.RUNNING, StepState.DONE) and self.run is not None:
+            return self.run
         return self.state
 
 

@@ -63,7 +63,8 @@ def wanted(plan: Plan, plan_path: Path) -> dict[str, tuple[Path, str]]:
     return found
 
 
-def _read(state: Path) -> dict[str, Daemon]:
+def recorded(state: Path) -> dict[str, Daemon]:
+    """The daemons `up` started and `down` has not stopped, by agent."""
     path = state / RECORD
     if not path.exists():
         return {}
@@ -82,7 +83,7 @@ def _write(state: Path, daemons: Mapping[str, Daemon]) -> None:
     path.write_text(json.dumps({n: asdict(d) for n, d in daemons.items()}, indent=2) + "\n")
 
 
-def _alive(daemon: Daemon) -> bool:
+def alive(daemon: Daemon) -> bool:
     """Whether the PID is still that daemon (not gone, not a zombie, not a reused PID)."""
     proc = Path(f"/proc/{daemon.pid}")
     try:
@@ -122,13 +123,13 @@ async def up(
     On a failure, the daemons this call started are stopped again."""
     env = dict(os.environ if environ is None else environ)
     await anyio.Path(state).mkdir(parents=True, exist_ok=True)
-    record = _read(state)
+    record = recorded(state)
     started: dict[str, Daemon] = {}
     try:
         async with anyio.create_task_group() as tg:
             for name, (config, url) in wanted(plan, plan_path).items():
                 known = record.get(name)
-                if known is not None and _alive(known):
+                if known is not None and alive(known):
                     continue
                 tg.start_soon(_start, name, config, url, state, env, ready_within, started)
     except BaseException as exc:
@@ -186,14 +187,14 @@ async def _stop(daemons: list[Daemon]) -> list[str]:
     """SIGTERM each daemon's process group, wait, SIGKILL what is left; what happened."""
     said = []
     for daemon in daemons:
-        if not _alive(daemon):
+        if not alive(daemon):
             said.append(f"{daemon.agent}: pid {daemon.pid} was not running")
             continue
         os.killpg(daemon.pid, signal.SIGTERM)
         with anyio.move_on_after(STOP_TIMEOUT):
-            while _alive(daemon):  # noqa: ASYNC110 - another process's exit: nothing to await
+            while alive(daemon):  # noqa: ASYNC110 - another process's exit: nothing to await
                 await anyio.sleep(0.1)
-        if _alive(daemon):
+        if alive(daemon):
             os.killpg(daemon.pid, signal.SIGKILL)
             said.append(f"{daemon.agent}: pid {daemon.pid} killed (no exit after SIGTERM)")
         else:
@@ -203,7 +204,7 @@ async def _stop(daemons: list[Daemon]) -> list[str]:
 
 async def down(state: Path) -> list[str]:
     """Stop every daemon recorded in the state directory; forget them."""
-    record = _read(state)
+    record = recorded(state)
     said = await _stop([record[n] for n in sorted(record)])
     _write(state, {})
     return said

@@ -122,12 +122,17 @@ class RepeatUntil(Model):
             raise ValueError("give exactly one of 'equals' and 'in'")
         return self
 
-    def met(self, data: Any) -> bool:
+    def verdict(self, data: Any) -> Any:
+        """The verdict field of a verdict step's JSON output (None when it has none)."""
         value = data
         for key in self.field.split("."):
             if not isinstance(value, Mapping) or key not in value:
-                return False
+                return None
             value = value[key]
+        return value
+
+    def met(self, data: Any) -> bool:
+        value = self.verdict(data)
         return value == self.equals if self.in_ is None else value in self.in_
 
 

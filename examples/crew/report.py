@@ -3,6 +3,7 @@ every step's result, the gaps, the questions waiting for an answer, every remote
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,6 +81,27 @@ def _changes(
         _fence(combine(made).rstrip("\n"), "diff"),
     ]
     return out
+
+
+def _loops(plan: Plan, by_step: Mapping[str, list[RunRow]]) -> list[str]:
+    """Each loop's verdicts, round by round (the last one is the final verdict)."""
+    out: list[str] = []
+    for spec in plan.steps:
+        loop = spec.repeat_until
+        if loop is None:
+            continue
+        done = [r for r in by_step.get(loop.step, []) if r.state is RunState.DONE]
+        verdicts = [
+            f"round {r.round}: {_cell(json.dumps(loop.verdict(r.output_data)))}"
+            + (" (met)" if loop.met(r.output_data) else "")
+            for r in sorted(done, key=lambda r: r.round)
+        ]
+        wanted = json.dumps(loop.equals) if loop.in_ is None else f"one of {json.dumps(loop.in_)}"
+        out.append(
+            f"- **{spec.id}** until {loop.step}.{loop.field} is {wanted}: "
+            + ("; ".join(verdicts) or "no verdict yet")
+        )
+    return ["", "## Verdicts", "", *out] if out else []
 
 
 def _usage(runs: list[RunRow]) -> tuple[int, int, float]:
@@ -174,6 +196,7 @@ def render_report(  # noqa: PLR0917 - the report's inputs, read once by build_re
             f"Answer by running the job again: `--job {job.job_id}` on a terminal, or "
             f'`--job {job.job_id} --answer STEP="..."`.',
         ]
+    out += _loops(plan, by_step)
     out += ["", "## Results"]
     for spec in plan.steps:
         done = [r for r in by_step.get(spec.id, []) if r.state is RunState.DONE]

@@ -70,7 +70,7 @@ class StepRunner:
                 review = await self.round(judge, round_ + 1, on_behalf=spec)
             except StepFailedError as exc:
                 raise StepFailedError(f"round {round_}: step {judge.id!r}: {exc.reason}") from exc
-            verdict = _field(review.data, loop.field)
+            verdict = loop.verdict(review.data)
             if loop.met(review.data):
                 self.ctx.board.note(spec.id, f"{judge.id}: {loop.field}={verdict!r}")
                 return
@@ -292,11 +292,3 @@ class StepRunner:
         if owner is not spec:  # a verdict step re-run by a loop: done again
             ctx.board.answered(spec.id)
         return output
-
-
-def _field(data: object, path: str) -> object:
-    for key in path.split("."):
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data

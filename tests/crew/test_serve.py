@@ -32,8 +32,9 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from examples.crew.demo import DemoAgent, daemons
+from examples.crew.demo import DemoAgent
 from examples.crew.ledger import Ledger
+from tests.crew.daemons import daemons
 from tests.interop.conftest import user_msg
 
 REPO = Path(__file__).resolve().parents[2]
