@@ -59,7 +59,7 @@ async def test_a_served_job_never_blocks_the_event_loop(
         "name": "served",
         "agents": {"writer": {"card": writer_url}, "reviewer": {"card": reviewer_url}},
         "steps": [
-            {"id": "write", "agent": "writer", "prompt": "say: {{input}}"},
+            {"id": "write", "agent": "writer", "prompt": "ask: which name for {{input}}?"},
             {
                 "id": "review",
                 "agent": "reviewer",
@@ -76,11 +76,15 @@ async def test_a_served_job_never_blocks_the_event_loop(
     try:
         with anyio.fail_after(60):
             request = SendMessageRequest(message=user_msg("slugify"))
-            seen = await watch(client.send_message(request), Seen())
+            asked = await watch(client.send_message(request), Seen())
+            assert asked.state == TaskState.TASK_STATE_INPUT_REQUIRED, asked.notes
+            answer = user_msg("slugify", context_id=asked.context_id, task_id=asked.task_id)
+            seen = await watch(client.send_message(SendMessageRequest(message=answer)), Seen())
     finally:
         await http.aclose()
+    assert "step write (writer) asks: which name for slugify?" in asked.final_text
     assert seen.state == TaskState.TASK_STATE_COMPLETED, (seen.final_text, seen.notes)
     assert "report" in seen.artifacts
-    assert [t.text.splitlines()[0] for t in writer.turns] == ["say: slugify"]
+    assert [t.text for t in writer.turns] == ["ask: which name for slugify?", "slugify"]
     assert len(reviewer.turns) == 1
     assert any("step review (reviewer): done" in n for n in seen.notes), seen.notes
