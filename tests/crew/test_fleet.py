@@ -35,6 +35,7 @@ async def crew(*argv: str, env: dict[str, str]) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).decode(errors="replace")
 
 
+@pytest.mark.timeout(240)  # five crew commands and two daemons, as processes
 async def test_up_starts_the_plans_daemons_where_it_says_and_down_stops_them(
     tmp_path: Path,
 ) -> None:
@@ -101,6 +102,7 @@ async def test_up_starts_the_plans_daemons_where_it_says_and_down_stops_them(
     assert "no daemons recorded" in out
 
 
+@pytest.mark.timeout(240)  # five crew commands and two daemons, as processes
 async def test_up_says_which_daemon_did_not_start_and_leaves_none_running(
     tmp_path: Path,
 ) -> None:
