@@ -156,20 +156,22 @@ async def crew_command(env: Mapping[str, str], *argv: str) -> str:
     return output
 
 
-def _advice(keep: bool, ledger: Path) -> str | None:
-    """The report's line on applying the job's patch: the demo's ledger is gone after it
-    unless it is kept, and `apply` needs it."""
+def _advice(keep: bool, ledger: Path, root: Path) -> str | None:
+    """The report's line on applying the job's patch: the demo's ledger (under `root`, the
+    demo's temporary directory) is gone after it unless it is kept, and `apply` needs it."""
     if keep:
         return None  # the report's own advice names the kept ledger
     return (
         "This demo's ledger is in a temporary directory deleted when the demo ends: run the "
         f"demo again with `--keep` to apply the patch afterwards (`python -m examples.crew "
-        f"apply --job {JOB} --ledger <the kept directory>/{ledger.relative_to(ledger.parents[2])}"
-        " --to DIR`)."
+        f"apply --job {JOB} --ledger <the kept directory>/{ledger.relative_to(root)} --to DIR`)."
     )
 
 
-async def run_demo(manifest: Manifest, work: Path, *, keep: bool = False) -> int:
+async def run_demo(
+    manifest: Manifest, work: Path, *, keep: bool = False, root: Path | None = None
+) -> int:
+    """One phase in `work` (inside `root`, the demo's temporary directory; default `work`)."""
     for name in ("state", "home", "work", "logs"):
         (work / name).mkdir(parents=True, exist_ok=True)
     origin = work / "project"
@@ -216,7 +218,7 @@ async def run_demo(manifest: Manifest, work: Path, *, keep: bool = False) -> int
                     asker=NobodyAsker(),
                     observer=LineView(),
                     environ=env,
-                    apply_advice=_advice(keep, ledger_path),
+                    apply_advice=_advice(keep, ledger_path, root or work),
                 )
                 wrong = await problems(plan, result.outcome, ledger, manifest.agents)
         finally:
@@ -333,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"demo: phase {n}/{len(manifests)}: {path.name}", file=sys.stderr)
             phase = work / path.stem if len(manifests) > 1 else work
             try:
-                code = anyio.run(partial(run_demo, keep=args.keep), Manifest.load(path), phase)
+                run = partial(run_demo, keep=args.keep, root=work)
+                code = anyio.run(run, Manifest.load(path), phase)
             except (DemoError, MockModelError, PlanError, JobError) as exc:
                 print(f"demo: {exc}", file=sys.stderr)
                 code = 2

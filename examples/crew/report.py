@@ -71,7 +71,7 @@ def _changes(
         for c in made
     ]
     out += ["", summary(made), ""]
-    if saved_exists:
+    if saved_exists and advice is None:  # other advice: the file does not outlive the run
         out.append(f"The combined patch is saved as `{saved}`.")
     out += [
         advice

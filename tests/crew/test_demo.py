@@ -169,8 +169,11 @@ async def test_fix_until_green_runs_codex_and_opencode_in_worktrees_of_their_own
     assert re.search(r"demo: pytest after apply in \S+/scratch: exit 0\n.*\n3 passed", log), log
     assert "demo: ok, every step was done by its intended backend" in log
     assert_all_stopped(log, 2)
-    # The demo's ledger is deleted with its directory: the advice says to keep it first.
+    # The demo's ledger is deleted with its directory: the advice says to keep it first, and
+    # the report names no file of that directory as if it were there to use.
     assert "run the demo again with `--keep` to apply the patch" in report
+    assert "--ledger <the kept directory>/state/crew.sqlite3 --to DIR" in report
+    assert "The combined patch is saved as" not in report
 
 
 @pytest.mark.timeout(360)  # real agent CLIs, daemons started and stopped by up/down
