@@ -24,7 +24,7 @@ from examples.crew.daemon import ConfigError, load, logs, serve
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
 from examples.crew.fleet import READY_TIMEOUT, FleetError, default_state, down, up, wanted
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
-from examples.crew.ledger import Ledger
+from examples.crew.ledger import Ledger, LedgerError
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.report import build_report
 from examples.crew.states import JobState
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("up", "down"):
             return anyio.run(_up if args.command == "up" else _down, args, plan)
         return anyio.run(_with_ledger, args, plan)
-    except (PlanError, JobError) as exc:
+    except (PlanError, JobError, LedgerError) as exc:
         print(f"crew: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -30,6 +30,7 @@ from examples.crew.daemon import SqliteDatabase
 from examples.crew.ledger_schema import (
     AgentRecord,
     JobRow,
+    LedgerError,
     RunRow,
     StepRow,
     job_row,
@@ -52,7 +53,7 @@ from examples.crew.states import (
 T = TypeVar("T")
 StepListener = Callable[[str, str, StepState, str | None], None]  # job, step, state, detail
 
-__all__ = ["AgentRecord", "JobRow", "Ledger", "RunRow", "StepRow", "now"]
+__all__ = ["AgentRecord", "JobRow", "Ledger", "LedgerError", "RunRow", "StepRow", "now"]
 
 
 def _select(conn: sqlite3.Connection, sql: str, params: Iterable[object] = ()) -> list[sqlite3.Row]:
@@ -82,9 +83,17 @@ class Ledger:
         self._listeners: dict[str, list[StepListener]] = {}
 
     async def open(self) -> None:
-        await self._db.open()
+        """Open the file and migrate it; LedgerError (naming the file) when it cannot be the
+        ledger: another program's database, not a database, or a newer crew's ledger."""
+        try:
+            await self._db.open()
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"the ledger {self.path}: it is not an SQLite database") from exc
         try:
             await self._db.run(migrate)
+        except LedgerError as exc:
+            await self._db.close()
+            raise type(exc)(f"the ledger {self.path}: {exc}") from exc
         except BaseException:
             await self._db.close()
             raise

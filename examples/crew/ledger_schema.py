@@ -17,8 +17,16 @@ from typing import Any
 from examples.crew.states import OPEN_RUNS, JobState, RunState, StepState
 
 
-class LedgerTooNewError(RuntimeError):
+class LedgerError(RuntimeError):
+    """The ledger file cannot be used; the message says why (one line, for the person)."""
+
+
+class LedgerTooNewError(LedgerError):
     """The ledger was migrated by a newer crew than this one."""
+
+
+class ForeignLedgerError(LedgerError):
+    """The file is another program's database (or not a database): nothing is written to it."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,15 @@ LATEST = MIGRATIONS[-1].version
 def migrate(conn: sqlite3.Connection) -> list[int]:
     """Apply what the ledger lacks, in order, inside the caller's transaction (a failure
     applies none); the versions applied. LedgerTooNewError when it is ahead of this code."""
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise ForeignLedgerError(f"it is not an SQLite database ({exc})") from exc
+    if tables and not tables & {"schema_migrations", "jobs"}:
+        raise ForeignLedgerError(
+            f"it is another program's database (tables: {', '.join(sorted(tables)[:5])}); "
+            "give --ledger a file of its own"
+        )
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
         "name TEXT NOT NULL, applied_at TEXT NOT NULL)"

@@ -110,3 +110,29 @@ async def test_a_ledger_from_a_newer_crew_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LedgerTooNewError):
         async with Ledger.opened(tmp_path / "l.sqlite3"):
             pass
+
+
+async def test_a_file_that_is_not_a_crew_ledger_is_refused_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    import sqlite3  # noqa: PLC0415 - another program's database, made by hand
+
+    from examples.crew.ledger import LedgerError  # noqa: PLC0415
+
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    db.close()
+    with pytest.raises(LedgerError, match="another program's database"):
+        async with Ledger.opened(other):
+            pass
+    with sqlite3.connect(other) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    db.close()
+    assert tables == ["invoices"]  # nothing written to it
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, but long enough to have a header of sorts\n" * 20)
+    with pytest.raises(LedgerError, match="not an SQLite database"):
+        async with Ledger.opened(text):
+            pass
