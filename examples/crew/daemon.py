@@ -28,9 +28,9 @@ from core.backend import (
 from core.backend.base import BackendBase
 from core.backend.config import AgentBlock
 from core.backend.spec import BackendSpec
-from core.server.serve import serve
+from core.daemon import serve
 from core.settings import ConfigError, load, substitute
-from core.sqlite_db import SqliteDatabase
+from core.storage.sqlite.database import SqliteDatabase
 
 __all__ = [
     "AgentBlock",
