@@ -121,6 +121,16 @@ RULES = [
         lambda m: within(m, "core") and not within(m, "core.backend"),
     ),
     Rule(
+        "core/client (any A2A agent's client) imports nothing of the daemon",
+        lambda f: in_folder(f, "core/client"),
+        lambda m: within(m, "core") and not within(m, "core.client"),
+    ),
+    Rule(
+        "only core/cli.py imports core/client within core",
+        lambda f: in_folder(f, "core") and f != "core/cli.py" and not in_folder(f, "core/client"),
+        lambda m: within(m, "core.client"),
+    ),
+    Rule(
         "only core/registry.py imports wrappers within core",
         lambda f: in_folder(f, "core") and f != "core/registry.py",
         lambda m: within(m, "wrappers"),
@@ -210,6 +220,16 @@ def test_a_violation_names_the_file_line_and_import() -> None:
             "core/server/x.py",
             "import wrappers.x",
             "only core/registry.py imports wrappers within core",
+        ),
+        (
+            "core/client/x.py",
+            "from core.tasks.service import TaskService",
+            "core/client (any A2A agent's client) imports nothing of the daemon",
+        ),
+        (
+            "core/server/x.py",
+            "from core.client.remote import RemoteAgents",
+            "only core/cli.py imports core/client within core",
         ),
     ],
 )
