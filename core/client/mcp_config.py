@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -98,6 +99,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"a2a-wrapper mcp: {exc}", file=sys.stderr)
         return EXIT_USAGE
     import anyio  # noqa: PLC0415 - the server's imports only for this command
+
+    # stderr is the IDE's log of this server: requests are not news there, failures are.
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    for noisy in ("httpx", "a2a"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
     from core.client.mcp_server import add_card_resources, build_server  # noqa: PLC0415
     from core.client.remote import RemoteAgents  # noqa: PLC0415

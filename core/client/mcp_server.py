@@ -43,7 +43,7 @@ class FileIn(BaseModel):
 
 
 def build_server(access: AgentAccess, *, name: str = "a2a-wrapper") -> MCPServer:
-    server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS)
+    server: MCPServer = MCPServer(name=name, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = _Tools(access)
     server.add_tool(tools.list_agents, name="list_agents", structured_output=False)
     server.add_tool(tools.send_message, name="send_message", structured_output=False)
@@ -234,8 +234,8 @@ async def _waited(
                     task = item
                     continue
                 task_id = item.task_id or task_id
-                steps += 1
-                if item.text:
+                if item.text and item.state == "working":
+                    steps += 1
                     await ctx.report_progress(steps, None, item.text)
     except ClientError as exc:
         raise ToolError(str(exc)) from exc
