@@ -97,7 +97,8 @@ class Changes:
         for f in self.files:
             lines = ""
             if f.get("additions") is not None:
-                lines = f" +{f['additions']} -{f.get('deletions', 0)}"
+                # JSON numbers come back from protobuf's Struct as floats.
+                lines = f" +{int(f['additions'])} -{int(f.get('deletions') or 0)}"
             items.append(f"{f.get('status', 'changed')} {f.get('path')}{lines}")
         return f"{self.scope} changes: " + ", ".join(items)
 
