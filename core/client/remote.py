@@ -159,12 +159,7 @@ class RemoteAgents:
     # ----- helpers -------------------------------------------------------------------------
 
     async def _task(self, agent: str, task_id: str) -> Task:
-        connection = await self.connection(agent)
-        async with connection.client(streaming=False) as client:
-            with translated(f"cannot read task {task_id}"):
-                return await client.get_task(
-                    GetTaskRequest(id=task_id), context=connection.call_context()
-                )
+        return await self._fetch(await self.connection(agent), task_id)
 
     async def _tasks(self, agent: str, context_id: str | None, state: str | None) -> list[Task]:
         connection = await self.connection(agent)
@@ -192,28 +187,30 @@ class RemoteAgents:
     ) -> AsyncIterator[Update | TaskView]:
         last: Task | None = None
         reply: Message | None = None
+        task_id = ""
         async with connection.client(streaming=streaming) as client:
             with translated("the message was not delivered"):
                 stream = client.send_message(request, context=connection.call_context())
                 async for event in stream:
                     last, reply = _track(event, last, reply)
                     for update in views.updates_of(event):
+                        task_id = task_id or update.task_id
                         yield update
         if reply is not None:
             yield views.message_view(reply)
-        elif last is None:
-            raise ClientError("the agent answered with neither a task nor a message")
-        elif not request.configuration.return_immediately:
-            # The stream's events carry pieces; the task itself has the whole answer.
-            yield views.view(await self._fetch(connection, last))
-        else:
+        elif last is not None and request.configuration.return_immediately:
             yield views.view(last)
+        elif task_id or last is not None:
+            # The stream's events carry pieces; the task itself has the whole answer.
+            yield views.view(await self._fetch(connection, task_id or (last.id if last else "")))
+        else:
+            raise ClientError("the agent answered with neither a task nor a message")
 
-    async def _fetch(self, connection: Connection, task: Task) -> Task:
+    async def _fetch(self, connection: Connection, task_id: str) -> Task:
         async with connection.client(streaming=False) as client:
-            with translated(f"cannot read task {task.id}"):
+            with translated(f"cannot read task {task_id}"):
                 return await client.get_task(
-                    GetTaskRequest(id=task.id), context=connection.call_context()
+                    GetTaskRequest(id=task_id), context=connection.call_context()
                 )
 
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -79,7 +78,7 @@ async def daemon(serve: Serve) -> str:
 @pytest.fixture(scope="module")
 def reference() -> Iterator[str]:
     """The a2a-sdk 1.3.0 reference server (tests/client/reference_agent.py); its base URL."""
-    proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+    proc = subprocess.Popen(
         [sys.executable, "-m", "tests.client.reference_agent"],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -93,3 +92,5 @@ def reference() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()

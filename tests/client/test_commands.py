@@ -163,7 +163,7 @@ async def test_cancel_stops_the_task(cli: Cli, daemon: str, backend: ScriptedBac
 
 
 async def test_the_token_comes_from_the_flag_or_a2a_token(cli: Cli, serve: Serve) -> None:
-    token = "a-long-enough-test-token-1234"
+    token = "a-long-enough-test-token-1234"  # noqa: S105 - a test token
     url = await serve(server={"auth": {"tokens": [{"token": token, "principal": "me"}]}})
 
     refused = await cli("send", url, "echo: hi")
