@@ -147,18 +147,22 @@ def _command(value: Any) -> str:
     """A command line as the user would type it; `bash -lc "X"` is shown as X."""
     if isinstance(value, list):
         parts = [str(p) for p in value]
-        if (
-            len(parts) == 3
-            and parts[0].endswith(("sh", "bash", "zsh"))
-            and parts[1]
-            in (
-                "-c",
-                "-lc",
-            )
-        ):
-            return _clip(parts[2])
-        return _clip(shlex.join(parts))
-    return _clip(str(value))
+    else:
+        try:
+            parts = shlex.split(str(value))
+        except ValueError:
+            return _clip(str(value))
+        if not _wrapped(parts):
+            return _clip(str(value))
+    if _wrapped(parts):
+        return _clip(parts[2])
+    return _clip(shlex.join(parts))
+
+
+def _wrapped(parts: list[str]) -> bool:
+    """`bash -lc X` (or another shell's `-c`): an agent's way to run the command X."""
+    shells = ("sh", "bash", "zsh")
+    return len(parts) == 3 and parts[0].rsplit("/", 1)[-1] in shells and parts[1] in ("-c", "-lc")
 
 
 def _lines_changed(value: Any) -> str:

@@ -198,14 +198,12 @@ class _Tools:
         (`git apply` applies it)."""
         name = await self._agent(agent)
         found = await _call(self._access.changes(name, task_id, cumulative=cumulative))
-        if found is None:
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"Task {task_id} changed no files.")],
-                structured_content={"changes": None},
-            )
+        said = (
+            f"{found.summary()}\n\n{found.patch}" if found else f"Task {task_id} changed no files."
+        )
         return CallToolResult(
-            content=[TextContent(type="text", text=f"{found.summary()}\n\n{found.patch}")],
-            structured_content={"changes": found.as_dict()},
+            content=[TextContent(type="text", text=said)],
+            structured_content={"message": said, "changes": found.as_dict() if found else None},
         )
 
 
@@ -258,9 +256,12 @@ async def _close(stream: AsyncIterator[Any]) -> None:
 
 
 def _result(task: TaskView) -> CallToolResult:
+    said = describe(task)
+    # Some clients hand the model the structured content instead of the text: it says the
+    # same in words too.
     return CallToolResult(
-        content=[TextContent(type="text", text=describe(task))],
-        structured_content=task.as_dict(),
+        content=[TextContent(type="text", text=said)],
+        structured_content={"message": said, **task.as_dict()},
         is_error=task.state in ("failed", "rejected"),
     )
 

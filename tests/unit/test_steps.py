@@ -17,6 +17,7 @@ from core.backend.steps import PROGRESS_TYPE, call_step, file_step, result_step
         ("Bash", {"command": "pytest -q", "description": "run the tests"}, "Running `pytest -q`"),
         ("shell", {"command": ["bash", "-lc", "pytest -q"], "cwd": "/w"}, "Running `pytest -q`"),
         ("shell", ["git", "status", "--short"], "Running `git status --short`"),
+        ("shell", {"command": "/bin/bash -lc 'echo hi > a.txt'"}, "Running `echo hi > a.txt`"),
         ("run_shell_command", {"command": "make lint"}, "Running `make lint`"),
         (
             "Edit",
