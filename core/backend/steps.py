@@ -169,7 +169,7 @@ def _lines_changed(value: Any) -> str:
     """`+3 -1` for an edit whose input carries the old and new text (or a new file's)."""
     if not isinstance(value, dict):
         return ""
-    edits = value.get("edits") if isinstance(value.get("edits"), list) else [value]
+    edits: list[Any] = value["edits"] if isinstance(value.get("edits"), list) else [value]
     added = removed = 0
     for edit in edits:
         if not isinstance(edit, dict):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -25,6 +25,7 @@ from core.client.access import AgentAccess, Attachment, ClientError, Outgoing
 from core.client.views import TaskView, Update
 
 DEFAULT_WAIT = 600.0
+T = TypeVar("T")
 INSTRUCTIONS = (
     "These tools hand tasks to A2A agents (coding agents and others). `list_agents` says who "
     "is there. `send_message` gives an agent a task and waits for the answer; a conversation "
@@ -207,7 +208,7 @@ class _Tools:
         )
 
 
-async def _call(awaitable: Any) -> Any:
+async def _call(awaitable: Awaitable[T]) -> T:
     try:
         return await awaitable
     except ClientError as exc:

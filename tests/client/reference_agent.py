@@ -10,7 +10,6 @@ and the answer continues the task; `block` works until canceled.
 from __future__ import annotations
 
 import socket
-import sys
 from typing import Any
 
 import anyio
@@ -89,4 +88,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

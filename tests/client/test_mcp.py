@@ -40,7 +40,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[CallToolRes
     """The tool's result and the progress messages that came while it ran."""
     said: list[str] = []
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
         said.append(message or "")
 
     result = await client.call_tool(tool, arguments, progress_callback=progress)

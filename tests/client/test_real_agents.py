@@ -167,7 +167,7 @@ def send(agent: Served, text: str, context_id: str) -> dict[str, Any]:
 def tool_output_with(model: MockModel, text: str) -> str:
     """The tool result the model was sent that holds `text` (waits for the request)."""
     request = model.wait_for_request(
-        lambda r: any(text in out for out in r.tool_outputs()), timeout=120
+        lambda r: any(text in out for out in r.tool_outputs()), timeout=300
     )
     return next(out for out in request.tool_outputs() if text in out)
 
