@@ -7,12 +7,17 @@ The prompt says what to do, so tests read as conversations:
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
   `metered: a|b`   the same, then report usage
+  `paid: X`   wait while `gate` is set and not yet open, answer X, report 12 tokens and 1 USD
   `stall`     report progress, then wait forever (for idle timeouts)
   `tool: N`   call tool N, then answer
   `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
   `write: P=T` write line T to file P in the turn's directory (its workspace, else
               `options.root`)
   `write-block: P=T`  the same, then `block`   `read: P`  answer with file P's text
+  `sleep: S`  report progress, then answer after S seconds (a tick every 0.1 s)
+With the option `journal` (a file), each turn appends JSON lines to it: `start`, each `tick`
+of a sleep, `interrupt` (the daemon's call), and `end` (`how`: completed or stopped), each with
+the context, task, process id and wall-clock time (replicas that share the file).
 Anything else is echoed back. `running` counts the turns inside `run_turn` now, `most_at_once`
 the most there ever were.
 
@@ -25,6 +30,8 @@ backend object, so a test can hand the same backend to a second app to play a da
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -64,7 +71,13 @@ _SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
         Usage(input_tokens=10, output_tokens=2, model="scripted-1"),
     ],
     "tool": lambda arg: [ToolCall("call-1", arg, {"command": "ls"}), Text(f"ran {arg}")],
+    "paid": lambda arg: [
+        Text(arg),
+        Usage(input_tokens=10, output_tokens=2, cost_usd=1.0, model="scripted-1"),
+    ],
 }
+# Commands whose turn waits while a test holds the backend's `gate` closed.
+_GATED = frozenset({"paid"})
 
 
 class ScriptedBackend:
@@ -86,6 +99,8 @@ class ScriptedBackend:
         self.resume_prefix: str | None = None
         self.running = 0
         self.most_at_once = 0
+        # `paid` turns wait for it (when a test sets one), so they overlap for sure.
+        self.gate: anyio.Event | None = None
 
     def entered(self, task_id: str) -> anyio.Event:
         return self.block_entered.setdefault(task_id, anyio.Event())
@@ -102,11 +117,30 @@ class ScriptedBackend:
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         self.running += 1
         self.most_at_once = max(self.most_at_once, self.running)
+        self._journal(turn, "start")
+        how = "stopped"
         try:
             async for event in self._turn(turn):
                 yield event
+            how = "completed"
         finally:
             self.running -= 1
+            self._journal(turn, "end", how=how)
+
+    def _journal(self, turn: Turn, event: str, **more: str) -> None:
+        journal = self.options.get("journal")
+        if not isinstance(journal, str):
+            return
+        line = {
+            "event": event,
+            "context": turn.context_id,
+            "task": turn.task_id,
+            "pid": os.getpid(),
+            "t": time.time(),
+            **more,
+        }
+        with Path(journal).open("a") as file:
+            file.write(json.dumps(line) + "\n")
 
     def _directory(self, turn: Turn) -> Path:
         return turn.cwd or Path(str(self.options.get("root", ".")))
@@ -117,6 +151,7 @@ class ScriptedBackend:
         yield SessionBound(session_id)
         command, _, arg = turn.text.partition(":")
         command, arg = command.strip(), arg.strip()
+        await self._through_gate(command)
         if command in _SCRIPTED:
             for event in _SCRIPTED[command](arg):
                 yield event
@@ -124,8 +159,9 @@ class ScriptedBackend:
         match command:
             case "crash":
                 raise RuntimeError("backend exploded")
-            case "approve":
-                async for event in self._permission(turn, arg):
+            case "approve" | "sleep":
+                timed = self._sleep if command == "sleep" else self._permission
+                async for event in timed(turn, arg):
                     yield event
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
@@ -152,6 +188,10 @@ class ScriptedBackend:
             case _:
                 yield Text(turn.text)
 
+    async def _through_gate(self, command: str) -> None:
+        if command in _GATED and self.gate is not None:
+            await self.gate.wait()
+
     async def _permission(self, turn: Turn, tool: str) -> AsyncIterator[BackendEvent]:
         """Run `tool`, asking first when the turn says so (as a real agent's permission
         callback would: it waits for the reply while the turn is paused)."""
@@ -173,6 +213,14 @@ class ScriptedBackend:
                 return
         yield ToolCall("call-1", tool, {"command": tool})
         yield Text(f"ran {tool}")
+
+    async def _sleep(self, turn: Turn, seconds: str) -> AsyncIterator[BackendEvent]:
+        yield Progress("sleeping")
+        ends = time.monotonic() + float(seconds)
+        while time.monotonic() < ends:
+            await anyio.sleep(0.1)
+            self._journal(turn, "tick")
+        yield Text("slept")
 
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
         """The session this turn continues (or a new one), and its prompts before this turn.
@@ -198,6 +246,7 @@ class ScriptedBackend:
 
     async def interrupt(self, turn: Turn) -> None:
         self.interrupted.append(turn.task_id)
+        self._journal(turn, "interrupt")
 
     async def drop_session(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)
