@@ -433,9 +433,8 @@ class TaskRun:
         """A WORKING update with a note (a tool step's facts as a data part); never stored."""
         self.announce()
         task = self._task
-        parts = [Part(text=text)]
-        if data:
-            parts.append(Part(data=data, media_type="application/json"))
+        facts = [Part(data=data, media_type="application/json")] if data else []
+        parts = [Part(text=text), *facts]
         status = TaskStatus(
             state=TaskState.WORKING,
             message=agent_message(task, parts),
