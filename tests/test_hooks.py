@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from core.server.app import create_app
-from core.tasks.hooks import HookLoadError
+from core.daemon import create_app
+from core.engine.policy import HookLoadError
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.hooks import SENSITIVE
 from tests.support.scripted import ScriptedBackend

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.mock_models.openai_chat import (
+from harness.mock_models.openai_chat import (
     ChatRequest,
     ErrorReply,
     OpenAIChatMock,

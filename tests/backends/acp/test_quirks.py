@@ -14,7 +14,7 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import load
 from tests.backends.copilot.a2a import cancel, get, send, start, stream
 from tests.support.daemon import MakeDaemon

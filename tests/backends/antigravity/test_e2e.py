@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from core.backend import procfs
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Hang, Say, WriteFile
 from tests.contract.agent import Agent, context, state, status_text, wrapper
 from tests.contract.targets import TARGETS, Places
 from tests.support.daemon import Daemons
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Hang, Say, WriteFile
 from tests.support.orphans import await_gone
 
 REPO = Path(__file__).resolve().parents[3]

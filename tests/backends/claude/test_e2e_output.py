@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.mock_models.anthropic import AnthropicMock, Reply, ToolUse
+from harness.mock_models.steps import Say, WriteFile
 from tests.backends.claude.conftest import (
     COMPLETED,
     ClaudeEnv,
@@ -14,8 +16,6 @@ from tests.backends.claude.conftest import (
     send,
     stream,
 )
-from tests.support.mock_models.anthropic import AnthropicMock, Reply, ToolUse
-from tests.support.mock_models.steps import Say, WriteFile
 from tests.support.wire import call, user_message
 
 MODEL_TEXT = (

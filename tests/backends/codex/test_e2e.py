@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from core.cli import main as cli_main
+from harness.mock_models.openai_responses import Reply, ResponsesMock
+from harness.mock_models.steps import Shell, Upstream
 from tests.backends.codex.conftest import Client, MakeCodexClient
 from tests.backends.codex.support import codex_settings
 from tests.support.errors import SECRET, error_id
-from tests.support.mock_models.openai_responses import Reply, ResponsesMock
-from tests.support.mock_models.steps import Shell, Upstream
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 from wrappers.codex.config import CodexConfig
 

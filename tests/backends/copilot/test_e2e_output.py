@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 from structlog.testing import capture_logs
 
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.steps import Upstream
 from tests.backends.copilot.a2a import (
     answer,
     send,
@@ -20,8 +22,6 @@ from tests.backends.copilot.a2a import (
 )
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory
 from tests.support.errors import SECRET, assert_logged_safely
-from tests.support.mock_models.openai_chat import OpenAIChatMock
-from tests.support.mock_models.steps import Upstream
 
 
 def tool_prompt(name: str, **arguments: Any) -> str:

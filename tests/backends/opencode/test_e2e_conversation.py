@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
+from harness.mock_models.steps import Hang, Shell
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
-from tests.support.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
-from tests.support.mock_models.steps import Hang, Shell
 from tests.support.wire import call
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
