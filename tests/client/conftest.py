@@ -14,8 +14,8 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestServer
 
-from core.server.app import create_app
-from core.tasks.store import InMemoryTaskStore
+from core.daemon import create_app
+from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.daemon import EXE, REPO
 from tests.support.scripted import ScriptedBackend

@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import CallTool, Shell
 from tests.client.conftest import Cli
 from tests.contract.targets import ESCALATION, TARGETS, BackendTarget, Places
 from tests.support.daemon import EXE, Daemon, Daemons
 from tests.support.git_repo import git, make_repository
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import CallTool, Shell
 
 pytestmark = pytest.mark.timeout(600)
 
