@@ -18,6 +18,7 @@ from core import DISTRIBUTION, installed_version, logs, npm_agents, registry
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
+from core.client import commands as client_commands
 from core.daemon import build_hooks, check_storage, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
@@ -90,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     workspaces.add_argument("config", type=Path)
     npm_agents.add_commands(commands)
+    client_commands.register(commands)
     return parser
 
 
@@ -263,6 +265,8 @@ def _main(argv: list[str] | None) -> int:
     # directory; before the config is read, since reading it loads the backend's spec.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if args.command in client_commands.NAMES:
+        return client_commands.main(args)
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0
