@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.engine.config import Limits
-from core.engine.lanes import Lane, TurnLanes
-from core.engine.limits import TurnSlots, check_message
+from core.engine.lanes import Lane
+from core.engine.limits import TurnPlaces, check_message
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
@@ -47,6 +47,7 @@ class Admission:
         push_configs: PushConfigs,
         draining: Callable[[], bool],
         budget: TurnBudget = NO_BUDGET,
+        places: TurnPlaces,
         plugin: TurnHooks = NO_TURN_HOOKS,
     ) -> None:
         self._limits = limits
@@ -57,12 +58,7 @@ class Admission:
         self._push = push
         self._push_configs = push_configs
         self._draining = draining
-        self.lanes = TurnLanes(limits.max_queued_turns)
-        self.slots = TurnSlots(
-            limits.max_concurrent_turns,
-            limits.max_concurrent_turns_per_principal,
-            limits.max_waiting_turns,
-        )
+        self.lanes, self.slots = places.lanes, places.slots
 
     async def approval_answer(
         self, principal: str, message: Message

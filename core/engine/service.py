@@ -18,6 +18,7 @@ from core.engine import readiness
 from core.engine.admission import Admission
 from core.engine.config import EngineConfig
 from core.engine.lifecycle import Lifecycle
+from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.readiness import Readiness
 from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
@@ -113,6 +114,7 @@ class TaskService:
             cancel_timeout=timeouts.cancel,
             debug_errors=output.debug_errors,
         )
+        places = TurnPlaces(config.limits)
         self._admission = Admission(
             config.limits,
             self._live,
@@ -121,10 +123,17 @@ class TaskService:
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
             budget=plugins.budget,
+            places=places,
             plugin=turn_hooks,
         )
         self._scheduler = Scheduler(
-            driver, self._admission, self._live, timeouts, approvals.mode, observer=observer
+            driver,
+            places,
+            self._live,
+            timeouts,
+            approvals.mode,
+            budget=plugins.budget,
+            observer=observer,
         )
         self._lifecycle = Lifecycle(
             config,

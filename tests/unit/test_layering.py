@@ -113,7 +113,6 @@ NOT_YET: dict[tuple[str, str], str] = {
     ),
     **dict.fromkeys(
         [
-            ("core/push/guard.py", "core.settings"),
             ("core/storage/kinds.py", "core.settings"),
         ],
         "take their own config section, built by the daemon",
