@@ -10,7 +10,15 @@ import json
 import pytest
 
 from core.backend import procfs
-from tests.contract.agent import Agent, answer, context, state, status_text, wrapper
+from tests.contract.agent import (
+    Agent,
+    answer,
+    context,
+    state,
+    status_text,
+    wrapper,
+    write_marker,
+)
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.errors import SECRET
@@ -142,6 +150,21 @@ def test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on
     after = agent.send("Are you still there?", ctx)
     assert state(after) == COMPLETED, after
     assert wrapper(after)["sessionId"] == wrapper(canceled)["sessionId"]
+
+
+@pytest.mark.needs("shell")
+def test_a_shell_command_changes_the_disk_not_only_the_answer(
+    agent: Agent, model: MockModel
+) -> None:
+    marker = write_marker(agent.places, outside=False)
+    model.script([Shell(f"echo made-by-the-shell > {marker}")])
+
+    task = agent.send("Write the marker file.", context())
+
+    assert state(task) == COMPLETED, task
+    # Codex under a bubblewrap without --argv0 used to complete the turn with every command
+    # failing to start: only the file shows that the command ran.
+    assert marker.read_text().strip() == "made-by-the-shell"
 
 
 def test_an_upstream_error_fails_the_task_without_quoting_the_upstream_body(

@@ -1,5 +1,6 @@
 """What the `codex` config block means to Codex: the app-server command line and environment,
-and the parameters of every thread and turn. Pure functions, no I/O beyond locating files."""
+and the parameters of every thread and turn. Pure functions, no I/O beyond locating files (and
+the sandbox helper's symlink, sandbox_helper.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pydantic import JsonValue
 from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from wrappers.codex.config import CodexConfig
+from wrappers.codex.sandbox_helper import provide_sandbox_helper
 
 # features: without turning these off Codex reaches for api.github.com and chatgpt.com at start.
 # thread_unload_delay_secs: the daemon decides when a thread leaves memory (warmIdle, maxWarm);
@@ -130,8 +132,10 @@ def agent_environment(config: CodexConfig, environ: Mapping[str, str]) -> dict[s
 def launch(config: CodexConfig, binary: Path, environ: Mapping[str, str]) -> Launch:
     env = agent_environment(config, environ)
     tools = _bundled_path_dir(binary)
-    if tools is not None:
-        env["PATH"] = os.pathsep.join([str(tools), *filter(None, [env.get("PATH")])])
+    helper = provide_sandbox_helper(binary, environ, (working_directory(config),))
+    first = [str(folder) for folder in (helper, tools) if folder is not None]
+    if first:
+        env["PATH"] = os.pathsep.join([*first, *filter(None, [env.get("PATH")])])
     argv = [str(binary)]
     for override in config_overrides(config):
         argv += ["--config", override]
