@@ -34,7 +34,7 @@ from core.tasks.broker import Subscription, TaskBroker
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
 from core.tasks.store import TaskStore
-from core.tasks.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
+from core.tasks.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
 from core.wire.ids import new_id
@@ -256,6 +256,7 @@ class TaskRun:
             resume_command=resume_command,
             new_session=new_session,
             expired_session=expired_session,
+            **TURN_OUTCOME,
         )
 
     def applying(self, event: BackendEvent | None) -> None:
@@ -355,9 +356,10 @@ class TaskRun:
         )
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
-        """Sections the turn hooks add to the task's metadata (`workspace`)."""
-        if "workspace" in sections:
-            self._set_section(workspace=sections["workspace"])
+        """What the turn adds to the task's metadata: `workspace` (the turn hooks), and
+        TURN_OUTCOME's keys: `error`, `context_reset`, `reset_reason` (the turn runner)."""
+        known = {*TURN_OUTCOME, "workspace"}
+        self._set_section(**{k: v for k, v in sections.items() if k in known})
 
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
         self._set_section(approvals=(*self._section.approvals, decision))

@@ -30,18 +30,21 @@ from core.backend import (
     Progress,
     Reasoning,
     SessionBound,
+    SessionReset,
     Text,
     TextDelta,
     ToolCall,
     ToolResult,
     Turn,
     Usage,
+    credentials_fix,
     new_error_id,
 )
 from core.tasks.approvals import question
 from core.tasks.content import content_to_part
 from core.tasks.guard import backend_call
 from core.tasks.observer import NO_OBSERVER, TurnObserver
+from core.tasks.readiness import UPSTREAM_KINDS, CredentialWatch, error_section
 from core.tasks.task_run import TaskRun, agent_message
 from core.tasks.turn_hooks import NO_TURN_HOOKS, TurnHooks
 from core.wire.enums import TaskState
@@ -130,6 +133,8 @@ class TurnRunner:
         observer: TurnObserver = NO_OBSERVER,
     ) -> None:
         self._backend = backend
+        # Whether the agent's credentials are known bad (readiness reads it).
+        self.credentials = CredentialWatch()
         self._turn_hooks = turn_hooks
         self._observer = observer
         self._close_timeout = close_timeout
@@ -195,6 +200,7 @@ class TurnRunner:
         if text:
             message = agent_message(run.task, [Part(text=text)])
         await self._report(run, turn)
+        self.credentials.accepted()
         await run.set_status(TaskState.COMPLETED, message)
 
     async def _report(self, run: TaskRun, turn: Turn) -> None:
@@ -280,12 +286,28 @@ class TurnRunner:
                 await self._report(run, turn)
                 await run.set_status(state, message)
                 return True
-            case Failed(kind=kind, message=text):
-                state = _FAILED_STATE.get(kind, TaskState.FAILED)
+            case SessionReset(reason=reason):
+                run.record_sections({"context_reset": True, "reset_reason": reason})
+            case Failed():
                 await self._report(run, turn)
-                await run.set_status(state, agent_message(run.task, [Part(text=text)]))
+                await self._failed(run, event)
                 return True
         return False
+
+    async def _failed(self, run: TaskRun, event: Failed) -> None:
+        """End the task on `event`: a provider's refusal says its kind in `a2aWrapper.error`;
+        refused credentials leave the task AUTH_REQUIRED with the backend's fix."""
+        state = _FAILED_STATE.get(event.kind, TaskState.FAILED)
+        text = event.message
+        if event.kind in UPSTREAM_KINDS:
+            run.record_sections({"error": error_section(event)})
+        if event.kind == "auth":
+            state = TaskState.AUTH_REQUIRED
+            text = f"{text} {credentials_fix(self._backend)}"
+            self.credentials.refused(event.error_id)
+        elif event.kind in UPSTREAM_KINDS:
+            self.credentials.accepted()  # the provider took them, and refused for another reason
+        await run.set_status(state, agent_message(run.task, [Part(text=text)]))
 
     def _note(self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange) -> str:
         """The progress note an event shows, per `output.progress` / `output.reasoning`."""
