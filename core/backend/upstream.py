@@ -44,17 +44,17 @@ _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
     (
         "quota",
         re.compile(
-            r"insufficient_quota|credit balance is too low|billing_error|usage_limit_reached"
-            r"|usage limit (?:reached|exceeded)|reached (?:its|your) (?:usage|spend(?:ing)?) limit"
-            r"|quota exceeded for quota metric .*per ?day|perday|hit your usage limit",
+            r"perday|insufficient_quota|credit balance is too low|billing_error"
+            r"|usage_?limit_?(?:reached|exceeded)|usagelimitexceeded|hit your usage limit"
+            r"|reached (?:its|your) (?:usage|spend(?:ing)?) limit|quota exceeded\. check your plan",
             re.I,
         ),
     ),
     (
         "rateLimit",
         re.compile(
-            r"rate_limit|rate[- ]limit|too many requests|resource_exhausted|retrydelay"
-            r"|perminute|\b429\b",
+            r"perminute|retrydelay|rate_limit|rate[- ]limit|too many requests|resource_exhausted"
+            r"|\b429\b",
             re.I,
         ),
     ),

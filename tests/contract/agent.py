@@ -43,9 +43,12 @@ class Agent:
         self.model = model
         self.places = places
         places.work.mkdir(parents=True, exist_ok=True)
+        own, extra = target.block(model.url, places), dict(block or {})
+        if "env" in own and "env" in extra:  # the block's env gains keys, keeps its own
+            extra["env"] = {**own["env"], **extra["env"]}
         config: dict[str, Any] = {
             "backend": target.name,
-            target.name: {**target.block(model.url, places), **(block or {})},
+            target.name: {**own, **extra},
             "storage": {"path": str(places.root / "tasks.sqlite3")},
             "server": {"shutdownTimeout": 2000},
             **sections,

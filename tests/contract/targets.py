@@ -89,6 +89,10 @@ class BackendTarget:
     restart case checks that the daemon reports a new session, and why, when it gets one."""
     lacks: frozenset[str] = frozenset()
     """The `CAPABILITIES` its agent does not have: it gets no case that needs one of them."""
+    credentials_fix: str = "a2a-wrapper check"
+    """What the AUTH_REQUIRED status message tells the operator to do (a part of it)."""
+    health_block: dict[str, Any] = field(default_factory=dict)
+    """Block keys for the health cases (test_health.py): e.g. the agent's own retries."""
 
     def __post_init__(self) -> None:
         unknown = self.lacks - CAPABILITIES.keys()
@@ -202,6 +206,9 @@ TARGETS: list[BackendTarget] = [
         marker_outside=False,
         check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
+        credentials_fix="ANTHROPIC_API_KEY",
+        # One retry: the provider's retry-after shows in Claude Code's api_retry message.
+        health_block={"env": {"CLAUDE_CODE_MAX_RETRIES": "1"}},
     ),
     BackendTarget(
         name="codex",
@@ -213,6 +220,7 @@ TARGETS: list[BackendTarget] = [
         # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
         marker_outside=True,
         check_question=_codex_question,
+        credentials_fix="codex login",
     ),
     BackendTarget(
         name="opencode",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,3 +268,22 @@ def provider_key_variable(config: CodexConfig) -> str | None:
 def uses_custom_provider(config: CodexConfig) -> bool:
     provider = effective_config(config).get("model_provider")
     return isinstance(provider, str) and provider != "openai"
+
+
+def credentials_fix(config: CodexConfig) -> str:
+    """What to do on the daemon's host when the provider refuses Codex's credentials: log in
+    again in Codex's home, or set the key variable of the configured model provider."""
+    login = "codex login"
+    if config.home is not None:
+        login = f"CODEX_HOME={shlex.quote(str(config.home.expanduser()))} {login}"
+    providers = config.config.get("model_providers")
+    chosen = config.config.get("model_provider")
+    variable = "OPENAI_API_KEY"
+    if isinstance(providers, dict) and isinstance(chosen, str):
+        provider = providers.get(chosen)
+        if isinstance(provider, dict) and isinstance(provider.get("env_key"), str):
+            variable = str(provider["env_key"])
+    return (
+        f"On the daemon's host, run `{login}`, or set {variable} to a valid key in the daemon's"
+        " environment or in codex.env; then send the message again."
+    )

@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
+from tests.support.mock_models import refusals
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 WAIT_LIMIT = 30.0
@@ -70,6 +71,8 @@ class Reply:
     """Seconds of silence after `message_start` (ended early by `AnthropicMock.release()`)."""
     chunk: int = 40
     """Characters per text delta."""
+    refusal: Upstream | None = None
+    """A provider's refusal, answered as the real API does (refusals.py)."""
 
 
 @dataclass
@@ -343,6 +346,8 @@ class AnthropicMock:
     async def _answer(
         self, request: web.Request, recorded: RecordedRequest, reply: Reply
     ) -> web.StreamResponse:
+        if reply.refusal is not None:
+            return refusals.anthropic(reply.refusal)
         if reply.error is not None:
             return _error(reply.error, reply.error_message)
         body = recorded.body if isinstance(recorded.body, dict) else {}
@@ -390,7 +395,9 @@ def reply_for(step: Step) -> Reply:
             return Reply(tool_use=ToolUse("Bash", {"command": command, "description": "run it"}))
         case WriteFile(path, content):
             return Reply(tool_use=ToolUse("Write", {"file_path": path, "content": content}))
-        case Upstream(status, message):
+        case Upstream(status, message, refusal):
+            if refusal != "error":
+                return Reply(refusal=step)
             return Reply(error=status, error_message=message)
         case Hang():
             return Reply(text="never sent", stall=3600)

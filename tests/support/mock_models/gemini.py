@@ -31,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.support.mock_models import refusals
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "gemini-2.5-pro"
@@ -191,6 +192,8 @@ class GeminiMock:
             return _error(401, "API key not valid. Please pass a valid API key.")
         step = self.turns.next_step(record)
         try:
+            if isinstance(step, Upstream) and step.refusal != "error":
+                return refusals.gemini(step)
             if isinstance(step, Upstream):
                 return _error(step.status, step.message)
             stream = method == "streamGenerateContent"

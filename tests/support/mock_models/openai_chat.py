@@ -53,6 +53,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.support.mock_models import refusals
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 MODEL = "mock-model"
@@ -99,6 +100,8 @@ class ErrorReply:
     status: int
     message: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    refusal: Upstream | None = None
+    """A provider's refusal, answered as the real API does (refusals.py)."""
 
 
 @dataclass(frozen=True)
@@ -470,6 +473,8 @@ class OpenAIChatMock:
     async def _answer(
         self, request: web.Request, record: ChatRequest, reply: Reply
     ) -> web.StreamResponse:
+        if isinstance(reply, ErrorReply) and reply.refusal is not None:
+            return refusals.openai(reply.refusal, record.model or self.model)
         if isinstance(reply, ErrorReply):
             kind = "invalid_request_error" if reply.status < 500 else "server_error"
             error = {"message": reply.message or f"mock error {reply.status}", "type": kind}
@@ -542,6 +547,8 @@ def reply_for(step: Step, request: ChatRequest) -> Reply:
             return _shell(command, request)
         case WriteFile(path, content):
             return _write(path, content, request)
+        case Upstream(status, message, refusal) if refusal != "error":
+            return ErrorReply(status, message, refusal=step)
         case Upstream(status, message):
             # Retry at once: clients honour these, so a retried error stays fast.
             return ErrorReply(status, message, headers={"retry-after": "0", "retry-after-ms": "10"})

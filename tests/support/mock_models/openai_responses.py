@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from tests.support.mock_models import refusals
 from tests.support.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
 
 ReplyKind = Literal["text", "call", "items", "error", "failed", "stall", "hold"]
@@ -67,6 +68,7 @@ class Reply:
     reasoning: str | None = None
     usage: tuple[int, int] = (100, 10)
     chunk: int = 8
+    refusal: Upstream | None = None
 
     @classmethod
     def of_text(cls, text: str, *, chunk: int = 8, reasoning: str | None = None) -> Reply:
@@ -279,6 +281,8 @@ class ResponsesMock:
         if reply.kind == "hold":
             await self._released.wait()
             reply = self._default(recorded)
+        if reply.kind == "error" and reply.refusal is not None:
+            return refusals.openai(reply.refusal, str(recorded.body.get("model", "mock-model")))
         if reply.kind == "error":
             return web.json_response(
                 {"error": {"message": reply.text, "type": "server_error", "code": None}},
@@ -322,7 +326,9 @@ def reply_for(step: Step) -> Reply:
                     "status": "completed",
                 }
             )
-        case Upstream(status, message):
+        case Upstream(status, message, refusal):
+            if refusal != "error":
+                return Reply("error", status=status, refusal=step)
             return Reply.error(status, message)
         case Hang():
             return Reply.stall()
