@@ -43,12 +43,9 @@ class Agent:
         self.model = model
         self.places = places
         places.work.mkdir(parents=True, exist_ok=True)
-        own, extra = target.block(model.url, places), dict(block or {})
-        if "env" in own and "env" in extra:  # the block's env gains keys, keeps its own
-            extra["env"] = {**own["env"], **extra["env"]}
         config: dict[str, Any] = {
             "backend": target.name,
-            target.name: {**own, **extra},
+            target.name: _merged(target.block(model.url, places), block or {}),
             "storage": {"path": str(places.root / "tasks.sqlite3")},
             "server": {"shutdownTimeout": 2000},
             **sections,
@@ -148,6 +145,16 @@ class Agent:
         assert "result" in body, body
         task: Task = body["result"]["task"]
         return task
+
+
+def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `more`'s keys; a mapping in both gains keys and keeps its own."""
+    merged = dict(base)
+    for key, value in more.items():
+        old = merged.get(key)
+        both = isinstance(old, dict) and isinstance(value, dict)
+        merged[key] = _merged(old, value) if both else value
+    return merged
 
 
 def _config(configuration: dict[str, Any]) -> dict[str, Any]:

@@ -221,6 +221,8 @@ TARGETS: list[BackendTarget] = [
         marker_outside=True,
         check_question=_codex_question,
         credentials_fix="codex login",
+        # One retry: Codex reports the provider's delay when it retries.
+        health_block={"config": {"model_providers": {"mock": {"request_max_retries": 1}}}},
     ),
     BackendTarget(
         name="opencode",

@@ -170,7 +170,8 @@ def test_a_shell_command_changes_the_disk_not_only_the_answer(
 def test_an_upstream_error_fails_the_task_without_quoting_the_upstream_body(
     agent: Agent, model: MockModel
 ) -> None:
-    for status in (401, 500):
+    # (A 401 asks for credentials: test_health.py.)
+    for status in (400, 500):
         model.script([Upstream(status, f"upstream says: {SECRET}")])
 
         task = agent.send(f"This will fail with {status}.", context())
@@ -179,4 +180,6 @@ def test_an_upstream_error_fails_the_task_without_quoting_the_upstream_body(
         assert status_text(task), "the caller is told why"
         assert SECRET not in json.dumps(task)
         assert "Traceback" not in json.dumps(task)
+        if status == 500:
+            assert wrapper(task)["error"]["kind"] == "upstream", wrapper(task)
     assert model.tool_requests(), "the agent called the model"

@@ -299,6 +299,9 @@ class ResponsesMock:
         elif reply.kind == "failed":
             failed = stream.envelope("failed")
             failed["error"] = {"code": "server_error", "message": reply.text}
+            if reply.refusal is not None:
+                model = str(recorded.body.get("model", "mock-model"))
+                failed["error"] = refusals.openai_error(reply.refusal, model)
             await stream.send({"type": "response.failed", "response": failed})
         else:
             await stream.output(next(self._ids))
@@ -327,8 +330,11 @@ def reply_for(step: Step) -> Reply:
                 }
             )
         case Upstream(status, message, refusal):
+            # A rate limit also comes mid-stream: `response.failed` with code
+            # rate_limit_exceeded, where Codex reads the delay ("try again in 2s").
+            kind: ReplyKind = "failed" if refusal == "rateLimit" else "error"
             if refusal != "error":
-                return Reply("error", status=status, refusal=step)
+                return Reply(kind, status=status, refusal=step)
             return Reply.error(status, message)
         case Hang():
             return Reply.stall()

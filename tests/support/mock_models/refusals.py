@@ -67,18 +67,32 @@ def anthropic(step: Upstream) -> web.Response:
 
 def openai(step: Upstream, model: str = "mock-model") -> web.Response:
     headers = {"x-request-id": "req_" + uuid.uuid4().hex[:24]}
+    if step.refusal == "rateLimit":
+        seconds = _delay(step)
+        headers |= {
+            "retry-after": str(seconds),
+            "x-ratelimit-limit-requests": "3",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": f"{seconds}s",
+        }
+    status = 401 if step.refusal == "auth" else 429
+    return _response(status, {"error": openai_error(step, model)}, headers)
+
+
+def openai_error(step: Upstream, model: str = "mock-model") -> dict[str, Any]:
+    """The `error` object of an OpenAI refusal (an HTTP error's body, or a `response.failed`
+    event's `response.error`)."""
     if step.refusal == "auth":
-        status = 401
-        error = {
+        return {
             "message": "Incorrect API key provided: sk-mock***********1234. You can find your"
             " API key at https://platform.openai.com/account/api-keys.",
             "type": "invalid_request_error",
             "param": None,
             "code": "invalid_api_key",
         }
-    elif step.refusal == "rateLimit":
-        status, seconds = 429, _delay(step)
-        error = {
+    if step.refusal == "rateLimit":
+        seconds = _delay(step)
+        return {
             "message": f"Rate limit reached for {model} in organization org-mock on requests"
             f" per min (RPM): Limit 3, Used 3, Requested 1. Please try again in {seconds}s."
             " Visit https://platform.openai.com/account/rate-limits to learn more.",
@@ -86,23 +100,14 @@ def openai(step: Upstream, model: str = "mock-model") -> web.Response:
             "param": None,
             "code": "rate_limit_exceeded",
         }
-        headers |= {
-            "retry-after": str(seconds),
-            "x-ratelimit-limit-requests": "3",
-            "x-ratelimit-remaining-requests": "0",
-            "x-ratelimit-reset-requests": f"{seconds}s",
-        }
-    else:
-        status = 429
-        error = {
-            "message": "You exceeded your current quota, please check your plan and billing"
-            " details. For more information on this error, read the docs:"
-            " https://platform.openai.com/docs/guides/error-codes/api-errors.",
-            "type": "insufficient_quota",
-            "param": None,
-            "code": "insufficient_quota",
-        }
-    return _response(status, {"error": error}, headers)
+    return {
+        "message": "You exceeded your current quota, please check your plan and billing"
+        " details. For more information on this error, read the docs:"
+        " https://platform.openai.com/docs/guides/error-codes/api-errors.",
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "insufficient_quota",
+    }
 
 
 def gemini(step: Upstream, model: str = "gemini-2.5-flash") -> web.Response:
