@@ -256,6 +256,8 @@ class SessionReset:
 
 
 _log = structlog.get_logger(__name__)
+# The context keys under which wrappers pass the provider's HTTP status to safe_failure.
+_STATUS_KEYS = ("status", "status_code", "api_error_status", "http_status")
 
 
 GENERIC_FIX = (
@@ -307,13 +309,20 @@ def safe_failure(
     message is `sentence` carrying that id. Never put the raw text into `sentence`.
 
     A failure of kind `error` or `unavailable` whose raw text names a provider's refusal
-    (credentials, quota, rate limit, a provider error: `upstream.classify`) becomes that kind,
-    with its sentence and what the text says of when to retry.
+    (credentials, quota, rate limit, a provider error: `upstream.classify`), or whose context
+    carries such an HTTP `status`, becomes that kind, with its sentence and what the text says
+    of when to retry.
     """
     raw = " ".join(t for t in (detail, None if exc is None else repr(exc)) if t)
-    found = upstream.classify(raw) if raw and kind in ("error", "unavailable") else None
+    found = None
+    if kind in ("error", "unavailable"):
+        # The words first (a 429 may say its quota is used up), then a status in the context.
+        status = next((context[k] for k in _STATUS_KEYS if k in context), None)
+        found = (upstream.classify(raw) if raw else None) or upstream.of_status(status)
     if found is not None:
-        return upstream_failure(found, event=event, exc=exc, detail=detail, **context)
+        return upstream_failure(
+            found, event=event, exc=exc, detail=detail, sentence=sentence, **context
+        )
     error_id = new_error_id()
     if detail is not None:
         context["detail"] = detail
@@ -331,11 +340,12 @@ def upstream_failure(
     detail: str | None = None,
     retry_after: float | None = None,
     resets_at: datetime | None = None,
+    sentence: str | None = None,
     **context: Any,
 ) -> Failed:
-    """The Failed event of a provider's refusal of `kind`: the kind's sentence for the caller,
-    the raw text (`detail`, `exc`) logged under the error id, and when to retry: as given, else
-    what the raw text says."""
+    """The Failed event of a provider's refusal of `kind`: `sentence` (default: the kind's
+    own, upstream.SENTENCES) for the caller, then when to retry, as given or as the raw text
+    (`detail`, `exc`) says; the raw text is logged under the error id."""
     raw = " ".join(t for t in (detail, None if exc is None else str(exc)) if t)
     if retry_after is None and kind in ("rateLimit", "quota", "upstream"):
         retry_after = upstream.retry_hint(raw)
@@ -347,11 +357,13 @@ def upstream_failure(
     if exc is not None:
         context["exc_info"] = exc
     _log.error(event, error_id=error_id, kind=kind, **context)
-    sentence = upstream.SENTENCES[kind]
-    if retry_after is not None and kind == "rateLimit":
-        sentence = f"{sentence[: -len('; try again later.')]}; try again in {retry_after:g} s."
+    sentence = (sentence or upstream.SENTENCES[kind]).strip()
+    if not sentence.endswith((".", "!", "?")):
+        sentence += "."
+    if retry_after is not None and kind in ("rateLimit", "upstream"):
+        sentence += f" Try again in {retry_after:g} s."
     if resets_at is not None:
-        sentence = f"{sentence} It resets at {resets_at.isoformat(timespec='seconds')}."
+        sentence += f" The quota resets at {resets_at.isoformat(timespec='seconds')}."
     return Failed(
         kind,
         with_error_id(sentence, error_id),

@@ -23,7 +23,7 @@ UpstreamKind = Literal["auth", "quota", "rateLimit", "upstream"]
 SENTENCES: dict[UpstreamKind, str] = {
     "auth": "The model provider refused the agent's credentials (missing, invalid or expired).",
     "quota": "The agent's account has used up its quota or credit with the model provider.",
-    "rateLimit": "The model provider is rate-limiting the agent's account; try again later.",
+    "rateLimit": "The model provider is rate-limiting the agent's account.",
     "upstream": "The model provider answered the agent with an error.",
 }
 
@@ -37,7 +37,8 @@ _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
             r"|api key expired|unauthenticated|invalid authentication credentials"
             r"|\b401\b[^0-9]{0,3}unauthorized|(?:status|error|code|http)[\"':= ]{0,4}401\b"
             r"|api error: 401|token (?:has )?expired|please run /login|not logged in"
-            r"|oauth token (?:has )?(?:expired|been revoked)|\bunauthorized\b",
+            r"|oauth token (?:has )?(?:expired|been revoked)|\bunauthorized\b"
+            r"|missing environment variable\W+\w*(?:api_?key|token)",
             re.I,
         ),
     ),
@@ -88,6 +89,17 @@ def classify(text: str) -> UpstreamKind | None:
         if pattern.search(text):
             return kind
     return None
+
+
+def of_status(status: object) -> UpstreamKind | None:
+    """The kind an HTTP status of the provider's answer names on its own, if any."""
+    if not isinstance(status, int) or isinstance(status, bool):
+        return None
+    if status == 401:
+        return "auth"
+    if status == 429:
+        return "rateLimit"
+    return "upstream" if status >= 500 else None
 
 
 def retry_hint(text: str) -> float | None:

@@ -234,6 +234,7 @@ TARGETS: list[BackendTarget] = [
         marker_outside=False,
         check_question=_opencode_question,
         asks={"permission": {"bash": "ask"}},
+        credentials_fix="opencode auth login",
     ),
     BackendTarget(
         name="copilot",
@@ -246,6 +247,7 @@ TARGETS: list[BackendTarget] = [
         # Only what the default policy would refuse is asked: a write outside the directory.
         marker_outside=True,
         check_question=_copilot_question,
+        credentials_fix="copilot.provider.apiKey",
     ),
 ]
 
@@ -278,6 +280,7 @@ TARGETS.append(
         marker_outside=False,
         check_question=_antigravity_question,
         runs_shell={"commands": "allow"},
+        credentials_fix="the proxy in front of the OpenAI-compatible endpoint",
     )
 )
 
@@ -341,6 +344,7 @@ TARGETS += [
         lambda url, p: acp.gemini_block(url, p.root, p.work, _home(p)),
         api_key=acp.GEMINI_KEY,
         resume="gemini --resume {}",
+        credentials_fix="GEMINI_API_KEY",
         # Gemini CLI 0.61.0's session/load empties a session loaded in the same minute as it
         # was created (both write session-<minute>-<id>.jsonl): docs/backends.md#acp.
         loads_sessions=False,
@@ -350,6 +354,7 @@ TARGETS += [
         "openai_chat",
         lambda url, p: acp.opencode_block(url, p.root, p.work, _home(p)),
         resume="opencode --session {}",
+        credentials_fix="opencode auth login",
     ),
     _acp_target(
         "copilot-acp",
@@ -357,5 +362,6 @@ TARGETS += [
         lambda url, p: acp.copilot_block(url, p.root, p.work, _home(p), p.cache),
         api_key=acp.COPILOT_KEY,
         resume="copilot --resume {}",
+        credentials_fix="COPILOT_GITHUB_TOKEN",
     ),
 ]

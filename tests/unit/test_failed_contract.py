@@ -23,13 +23,13 @@ def test_an_exception_s_text_is_logged_under_the_id_the_sentence_carries() -> No
 
 def test_a_detail_and_context_are_logged_and_each_failure_has_its_own_id() -> None:
     with capture_logs() as logs:
-        first = safe_failure("unavailable", "Down", event="x.down", detail=SECRET, status=503)
-        second = safe_failure("unavailable", "Down", event="x.down", detail=SECRET, status=503)
+        first = safe_failure("unavailable", "Down", event="x.down", detail=SECRET, exit_code=3)
+        second = safe_failure("unavailable", "Down", event="x.down", detail=SECRET, exit_code=3)
 
     first_id = error_id(first.message)
     assert first == Failed("unavailable", with_error_id("Down", first_id), error_id=first_id)
     assert error_id(first.message) != error_id(second.message)
-    assert assert_logged_safely(first.message, logs)["status"] == 503
+    assert assert_logged_safely(first.message, logs)["exit_code"] == 3
     assert "exc_info" not in logs[0]
 
 
@@ -55,8 +55,7 @@ def test_a_providers_refusal_in_the_raw_text_names_its_kind_and_when_to_retry() 
         crashed = safe_failure("error", "The agent failed.", event="x.failed", detail="exit 3")
 
     assert (limited.kind, limited.retry_after) == ("rateLimit", 20.0)
-    assert limited.message.startswith("The model provider is rate-limiting")
-    assert "try again in 20 s" in limited.message
+    assert limited.message.startswith("The agent failed. Try again in 20 s. The daemon log")
     assert refused.kind == "auth"
     assert SECRET not in refused.message
     assert quota.kind == "quota"

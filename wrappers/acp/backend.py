@@ -34,6 +34,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from core.backend import (
+    GENERIC_FIX,
     ApprovalRequest,
     BackendEvent,
     Diagnosis,
@@ -181,6 +182,11 @@ class AcpBackend(BackendBase):
         except BackendUnavailableError as exc:
             return [Diagnosis("agent command", False, str(exc))]
         return [Diagnosis("agent command", True, " ".join(argv))]
+
+    def credentials_fix(self) -> str:
+        if self._preset is None:
+            return GENERIC_FIX
+        return f"On the daemon's host, {self._preset.credentials}; then send the message again."
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         command = None if self._preset is None else self._preset.resume_command(session_id)

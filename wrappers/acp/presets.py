@@ -32,6 +32,8 @@ class Preset:
     notices: re.Pattern[str] | None = None  # status lines it sends as message text (events.py)
     file_system: bool = True  # whether the daemon offers it fs/* (else it uses its own)
     env: Mapping[str, str] = field(default_factory=dict)  # defaults; the block's `env` wins
+    # What to do on the daemon's host when the provider refuses the agent's credentials.
+    credentials: str = "log the agent in again or give it a valid API key (its block's env)"
 
     def binary(self, cli_path: Path | None, search_path: str | None) -> Path:
         source = CliSource(f"the {self.what} binary", f"{self.name}.cliPath", self.install)
@@ -65,6 +67,7 @@ GEMINI = Preset(
     # file fails. Without it, Gemini CLI uses its own files, confined to its workspace.
     file_system=False,
     resume="gemini --resume {}",
+    credentials="set GEMINI_API_KEY to a valid key (gemini.env), or run `gemini` once to log in",
 )
 OPENCODE = Preset(
     name="opencode-acp",
@@ -75,6 +78,7 @@ OPENCODE = Preset(
     pinned=lambda: sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode")),
     home_variable="XDG_DATA_HOME",
     resume="opencode --session {}",
+    credentials="run `opencode auth login`, or set the provider's key in opencode-acp.env",
     # As the `opencode` backend: OpenCode does not reach out on its own (a blocked fetch of
     # the models list or of a plugin slows its first prompt by seconds).
     env={
@@ -95,6 +99,7 @@ COPILOT = Preset(
     env={"COPILOT_AUTO_UPDATE": "false"},
     model_variable="COPILOT_MODEL",
     resume="copilot --resume {}",
+    credentials="set COPILOT_GITHUB_TOKEN (or GH_TOKEN) to a valid token, or run `copilot login`",
     # Its model errors arrive as text ("Error: Failed to get response from the AI model; ...
     # Last error: 500 <body>") and the prompt still ends with `end_turn`.
     notices=re.compile(r"(?P<level>Info|Error): \S[^\n]* ", re.S),

@@ -38,7 +38,7 @@ from core.backend.pool import WarmPool
 from wrappers.antigravity import options
 from wrappers.antigravity.approvals import Gate
 from wrappers.antigravity.config import AntigravityConfig
-from wrappers.antigravity.diagnose import diagnose
+from wrappers.antigravity.diagnose import credentials_fix, diagnose
 from wrappers.antigravity.events import StepMapper
 from wrappers.antigravity.session import ActiveTurn, Session, TurnEnd
 
@@ -103,6 +103,9 @@ class AntigravityBackend(BackendBase):
 
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)
+
+    def credentials_fix(self) -> str:
+        return credentials_fix(self._config)
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         """The conversation in a terminal: the SDK's interactive loop on the same state."""

@@ -322,6 +322,7 @@ def failure(result: ResultMessage, retry_delay: float | None = None) -> Failed:
             event="claude.turn.failed",
             detail=detail,
             retry_after=retry,
+            sentence=failure_message(result),
             api_error_status=result.api_error_status,
         )
     return safe_failure(

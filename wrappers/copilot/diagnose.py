@@ -18,6 +18,20 @@ from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.runtime import PINNED_CLI_VERSION, child_env, find_cli
 
 TOKEN_VARIABLES = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")
+
+
+def credentials_fix(config: CopilotConfig) -> str:
+    """What to do on the daemon's host when the model endpoint refuses the credentials."""
+    if config.provider is not None:
+        what = "set copilot.provider.apiKey to a valid key for the BYOK endpoint"
+    else:
+        what = (
+            "set COPILOT_GITHUB_TOKEN (or GH_TOKEN, or copilot.githubToken) to a valid token,"
+            " or run `copilot login` for the daemon's user"
+        )
+    return f"On the daemon's host, {what}; then send the message again."
+
+
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 
 

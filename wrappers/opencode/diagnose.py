@@ -124,3 +124,15 @@ def _stored_login(config: OpencodeConfig, provider: str, env: Mapping[str, str])
     if isinstance(stored, dict) and provider in stored:
         return f"stored login in {auth}"
     return None
+
+
+def credentials_fix(config: OpencodeConfig) -> str:
+    """What to do on the daemon's host when the model provider refuses OpenCode's key."""
+    provider = config.model.split("/", 1)[0] if config.model else ""
+    variables = " or ".join(PROVIDER_ENV.get(provider, ()))
+    key = f"set {variables} (opencode.env)" if variables else "set the provider's key"
+    return (
+        f"On the daemon's host, run `opencode auth login` for provider {provider or '(its)'},"
+        f" or {key}, or the apiKey of the provider in opencode.config; then send the"
+        " message again."
+    )
