@@ -181,7 +181,10 @@ class AcpBackend(BackendBase):
             argv = self.argv()
         except BackendUnavailableError as exc:
             return [Diagnosis("agent command", False, str(exc))]
-        return [Diagnosis("agent command", True, " ".join(argv))]
+        checks = [Diagnosis("agent command", True, " ".join(argv))]
+        if self._preset is not None and self._preset.credential_check is not None:
+            checks.append(self._preset.credential_check(self._env()))
+        return checks
 
     def credentials_fix(self) -> str:
         if self._preset is None:

@@ -14,8 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.backend import Diagnosis
 from core.backend.base import BackendUnavailableError
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource, find_cli
+from core.backend.credentials import epoch, expiry_note, read_json
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Preset:
     env: Mapping[str, str] = field(default_factory=dict)  # defaults; the block's `env` wins
     # What to do on the daemon's host when the provider refuses the agent's credentials.
     credentials: str = "log the agent in again or give it a valid API key (its block's env)"
+    # Where `check` finds its credentials, from the agent's environment (None: not known).
+    credential_check: Callable[[Mapping[str, str]], Diagnosis] | None = None
 
     def binary(self, cli_path: Path | None, search_path: str | None) -> Path:
         source = CliSource(f"the {self.what} binary", f"{self.name}.cliPath", self.install)
@@ -46,6 +50,31 @@ class Preset:
 
     def resume_command(self, session_id: str) -> str | None:
         return None if self.resume is None else self.resume.format(shlex.quote(session_id))
+
+
+def gemini_credentials(env: Mapping[str, str]) -> Diagnosis:
+    """Gemini CLI's credentials: a key variable, Vertex AI, or a Google login it recorded in
+    `.gemini/oauth_creds.json` under its home (with the access token's expiry)."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        if env.get(name):
+            return Diagnosis("credentials", True, f"{name} is set")
+    if env.get("GOOGLE_GENAI_USE_VERTEXAI"):
+        return Diagnosis("credentials", True, "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI is set)")
+    home = Path(env.get("GEMINI_CLI_HOME") or env.get("HOME") or Path.home()).expanduser()
+    creds = home / ".gemini" / "oauth_creds.json"
+    recorded = read_json(creds)
+    if recorded is None:
+        return Diagnosis(
+            "credentials",
+            False,
+            f"none: set GEMINI_API_KEY (gemini.env) or run `gemini` once to log in (looked for"
+            f" {creds})",
+        )
+    ok, note = expiry_note(
+        epoch(recorded.get("expiry_date")), renewable=bool(recorded.get("refresh_token"))
+    )
+    detail = f"a Google login in {creds}; {note}"
+    return Diagnosis("credentials", ok, detail if ok else f"{detail}: run `gemini` to log in again")
 
 
 # Pinned as the Makefile's NPM_TOOLS installs them.
@@ -68,6 +97,7 @@ GEMINI = Preset(
     file_system=False,
     resume="gemini --resume {}",
     credentials="set GEMINI_API_KEY to a valid key (gemini.env), or run `gemini` once to log in",
+    credential_check=gemini_credentials,
 )
 OPENCODE = Preset(
     name="opencode-acp",
