@@ -26,6 +26,7 @@ from prometheus_client import (
 from core.backend import ToolCall, ToolResult, Turn, Usage
 from core.server.observe import RequestFacts
 from core.settings_server import is_loopback
+from core.tasks.wrapper_section import WRAPPER_METADATA_KEY
 
 if TYPE_CHECKING:
     from core.settings import Settings
@@ -102,6 +103,13 @@ class Metrics:
         )
         self.cost = Counter(
             "a2a_cost_usd", "Cost the agents reported (USD)", ["backend"], registry=registry
+        )
+        self.refusals = Counter(
+            "a2a_upstream_refusals",
+            "Turns the model provider refused, by backend and kind (auth, quota, rateLimit,"
+            " upstream)",
+            ["backend", "kind"],
+            registry=registry,
         )
         self.tool_calls = Counter(
             "a2a_tool_calls", "Tool calls the agents made", ["backend"], registry=registry
@@ -200,6 +208,9 @@ class Metrics:
         if counter is None:
             counter = self._turn_outcomes[outcome] = self.turns.labels(self._backend, outcome)
         counter.inc()
+        kind = _refusal(run)
+        if kind is not None:
+            self.refusals.labels(self._backend, kind).inc()
 
     # ----- push ------------------------------------------------------------------------------
 
@@ -225,6 +236,14 @@ class Metrics:
             return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
         return serve
+
+
+def _refusal(run: TaskRun) -> str | None:
+    """The kind of the provider's refusal that ended the turn (`a2aWrapper.error.kind`)."""
+    section = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
+    error = section.get("error") if isinstance(section, dict) else None
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _outcome(run: TaskRun) -> str:
