@@ -27,7 +27,8 @@ SENTENCES: dict[UpstreamKind, str] = {
     "upstream": "The model provider answered the agent with an error.",
 }
 
-# Most specific first: a quota error is often a 429, and a per-minute quota is a rate limit.
+# Most specific first: a quota error is often a 429, and a per-minute quota is a rate limit
+# (Google words both "You exceeded your current quota"; only a rate limit says when to retry).
 _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
     (
         "auth",
@@ -54,12 +55,14 @@ _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
     (
         "rateLimit",
         re.compile(
-            r"perminute|retrydelay|rate_limit|rate[- ]limit|too many requests|resource_exhausted"
-            r"|\b429\b",
+            r"perminute|retrydelay|(?:retry|try again) in \d|rate_limit|rate[- ]limit"
+            r"|too many requests",
             re.I,
         ),
     ),
-    ("quota", re.compile(r"exceeded your current quota|\bquota\b", re.I)),
+    ("quota", re.compile(r"exceeded your current quota|check your plan and billing", re.I)),
+    ("rateLimit", re.compile(r"resource_exhausted|\b429\b", re.I)),
+    ("quota", re.compile(r"\bquota\b", re.I)),
     (
         "upstream",
         re.compile(
