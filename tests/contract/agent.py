@@ -152,8 +152,9 @@ def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in more.items():
         old = merged.get(key)
-        both = isinstance(old, dict) and isinstance(value, dict)
-        merged[key] = _merged(old, value) if both else value
+        if isinstance(old, dict) and isinstance(value, dict):
+            value = _merged(old, value)
+        merged[key] = value
     return merged
 
 
