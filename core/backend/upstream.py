@@ -67,6 +67,7 @@ _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
         "upstream",
         re.compile(
             r"overloaded|server_error|api_error|internal ?server ?error|bad gateway|high demand"
+            r"|server had an error|an internal error has occurred"
             r"|service unavailable|gateway timeout|(?:status|error|code|http)[\"':= ]{0,4}5\d\d\b"
             r"|api error: 5\d\d",
             re.I,

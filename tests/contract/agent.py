@@ -152,9 +152,8 @@ def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in more.items():
         old = merged.get(key)
-        if isinstance(old, dict) and isinstance(value, dict):
-            value = _merged(old, value)
-        merged[key] = value
+        deep = isinstance(old, dict) and isinstance(value, dict)
+        merged[key] = _merged(old, value) if isinstance(old, dict) and deep else value
     return merged
 
 

@@ -292,6 +292,8 @@ def _chunk(parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
 
 def _error(status: int, message: str) -> web.Response:
     code = _STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    if status >= 500:  # the provider's own words come first, as Google's do
+        message = f"{refusals.GEMINI_5XX} {message}"
     return web.json_response(
         {"error": {"code": status, "message": message, "status": code}}, status=status
     )

@@ -477,7 +477,10 @@ class OpenAIChatMock:
             return refusals.openai(reply.refusal, record.model or self.model)
         if isinstance(reply, ErrorReply):
             kind = "invalid_request_error" if reply.status < 500 else "server_error"
-            error = {"message": reply.message or f"mock error {reply.status}", "type": kind}
+            message = reply.message or f"mock error {reply.status}"
+            if reply.status >= 500:  # the provider's own words come first, as OpenAI's do
+                message = f"{refusals.OPENAI_5XX} {message}"
+            error = {"message": message, "type": kind}
             return web.json_response(
                 {"error": {**error, "code": reply.status}},
                 status=reply.status,

@@ -25,6 +25,9 @@ from aiohttp import web
 from tests.support.mock_models.steps import Upstream
 
 _GOOGLE = "type.googleapis.com/google.rpc."
+# How the providers word a failure of their own (a 5xx body's message).
+OPENAI_5XX = "The server had an error while processing your request. Sorry about that!"
+GEMINI_5XX = "An internal error has occurred. Please retry or report it."
 
 
 def _response(status: int, body: dict[str, Any], headers: dict[str, str]) -> web.Response:
