@@ -12,8 +12,8 @@ says what it needs with `@pytest.mark.needs("approvals", ...)`, naming entries o
 `CAPABILITIES`; a target says what its agent cannot do in `lacks`. The suite's
 `pytest_generate_tests` parametrizes each case only over the targets that lack none of what it
 needs (`targets_for`), so a target never collects a case it cannot pass, and nothing is skipped.
-Every built-in target lacks nothing and so runs every case; a case no target can run is a
-collection error, not a skip.
+Every built-in target but opencode-acp lacks nothing and so runs every case (opencode-acp lacks
+`quota`: see its target); a case no target can run is a collection error, not a skip.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ CAPABILITIES: dict[str, str] = {
     "shell": "has a shell tool that runs commands as processes below the daemon",
     "resume": "resumes a context's session after a daemon restart",
     "streaming": "streams its answer in pieces as the model sends them",
+    "quota": "ends a turn whose model call is refused for a used-up quota (no endless retry)",
 }
 """What a contract case may need (`@pytest.mark.needs(...)`) and a target may lack."""
 
@@ -353,6 +354,11 @@ TARGETS += [
         "opencode-acp",
         "openai_chat",
         lambda url, p: acp.opencode_block(url, p.root, p.work, _home(p)),
+        # OpenCode 1.18.33 retries an HTTP 429 `insufficient_quota` from a chat-completions
+        # provider without end (only the Responses stream's error event is final to it), and
+        # its ACP face reports no retry: the turn ends at timeouts.turn. The `opencode` backend
+        # sees the retries (maxRetries) and names the quota.
+        lacks=frozenset({"quota"}),
         resume="opencode --session {}",
         credentials_fix="opencode auth login",
     ),

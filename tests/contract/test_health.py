@@ -76,6 +76,7 @@ def test_a_rate_limit_fails_with_its_kind_and_when_to_retry(agent: Agent, model:
     assert "Rate limit reached" not in json.dumps(task), "no provider text"
 
 
+@pytest.mark.needs("quota")
 def test_a_used_up_quota_fails_with_its_kind(agent: Agent, model: MockModel) -> None:
     model.script([out_of_quota()])
 
