@@ -52,6 +52,7 @@ from core.backend.pool import WarmPool
 from wrappers.acp.agent import AgentProcess, start_agent
 from wrappers.acp.client import ActiveTurn, DaemonClient
 from wrappers.acp.config import AcpConfig
+from wrappers.acp.diagnose import auth_methods
 from wrappers.acp.events import TurnUpdates
 from wrappers.acp.presets import Preset
 from wrappers.acp.prompt import PromptDone, prompt_blocks, prompt_outcome
@@ -182,8 +183,13 @@ class AcpBackend(BackendBase):
         except BackendUnavailableError as exc:
             return [Diagnosis("agent command", False, str(exc))]
         checks = [Diagnosis("agent command", True, " ".join(argv))]
-        if self._preset is not None and self._preset.credential_check is not None:
-            checks.append(self._preset.credential_check(self._env()))
+        preset = self._preset
+        if preset is not None and preset.credential_check is not None:
+            checks.append(preset.credential_check(self._env()))
+        file_system = preset is None or preset.file_system
+        checks.append(
+            await auth_methods(argv, cwd=self._root, env=self._env(), file_system=file_system)
+        )
         return checks
 
     def credentials_fix(self) -> str:

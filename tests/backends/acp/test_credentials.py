@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 from core.backend import Diagnosis
+from tests.backends.acp import support as acp
 from wrappers.acp import create_gemini
 from wrappers.acp.config import GeminiConfig
+from wrappers.acp.presets import GEMINI
 
 
 async def credentials(home: Path, env: dict[str, str]) -> Diagnosis:
@@ -46,3 +48,22 @@ async def test_a_google_login_is_reported_with_its_expiry(tmp_path: Path) -> Non
     assert not missing.ok
     assert "GEMINI_API_KEY" in missing.detail
     assert "secret" not in repr([valid, lapsed, keyed, missing])
+
+
+async def test_check_lists_the_authenticate_methods_the_agent_offers(tmp_path: Path) -> None:
+    config = GeminiConfig.model_validate(
+        {
+            "workingDirectory": str(tmp_path),
+            "home": str(tmp_path / "gemini-home"),
+            "cliPath": str(acp.binary(GEMINI)),
+            "env": {"HOME": str(tmp_path), "GEMINI_API_KEY": "secret-key"},
+        }
+    )
+
+    found = {d.name: d for d in await create_gemini(config).diagnose()}
+
+    methods = found["authentication methods"]
+    assert methods.ok, methods
+    assert methods.detail.startswith("the agent offers ")
+    assert "(gemini-api-key)" in methods.detail
+    assert "secret" not in repr(found)
