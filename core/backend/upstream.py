@@ -39,7 +39,8 @@ _MARKERS: tuple[tuple[UpstreamKind, re.Pattern[str]], ...] = (
             r"|\b401\b[^0-9]{0,3}unauthorized|(?:status|error|code|http)[\"':= ]{0,4}401\b"
             r"|api error: 401|token (?:has )?expired|please run /login|not logged in"
             r"|oauth token (?:has )?(?:expired|been revoked)|\bunauthorized\b"
-            r"|missing environment variable\W+\w*(?:api_?key|token)|authentication required",
+            r"|missing environment variable\W+\w*(?:api_?key|token)|authentication required"
+            r"|not authenticated|no authentication information|no \w+ oauth token",
             re.I,
         ),
     ),
