@@ -49,7 +49,8 @@ async def test_refused_credentials_ask_for_the_fix_until_a_turn_gets_past_them(
 
     assert refused["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
     assert _section(refused)["error"]["kind"] == "auth"
-    assert _status(refused).endswith(GENERIC_FIX)
+    assert GENERIC_FIX in _status(refused)
+    assert _status(refused).endswith(f"(error id {_section(refused)['error']['errorId']}).")
     assert "sk-ant-leaked" not in str([refused["status"], refused["metadata"]])
     not_ready = await client.get("/ready")
     assert not_ready.status == 503

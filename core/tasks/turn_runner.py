@@ -39,6 +39,7 @@ from core.backend import (
     Usage,
     credentials_fix,
     new_error_id,
+    with_error_id,
 )
 from core.tasks.approvals import question
 from core.tasks.content import content_to_part
@@ -303,7 +304,7 @@ class TurnRunner:
             run.record_sections({"error": error_section(event)})
         if event.kind == "auth":
             state = TaskState.AUTH_REQUIRED
-            text = f"{text} {credentials_fix(self._backend)}"
+            text = with_fix(text, credentials_fix(self._backend), event.error_id)
             self.credentials.refused(event.error_id)
         elif event.kind in UPSTREAM_KINDS:
             self.credentials.accepted()  # the provider took them, and refused for another reason
@@ -371,6 +372,15 @@ class TurnRunner:
             if cwd is None:
                 return self._backend.resume_command(session_id)
             return self._backend.resume_command(session_id, cwd)
+
+
+def with_fix(message: str, fix: str, error_id: str | None) -> str:
+    """`message` and then `fix`, the error id's sentence staying last (where callers find it)."""
+    if error_id is not None:
+        tail = with_error_id(".", error_id)[1:]  # " The daemon log has ... (error id X)."
+        if message.endswith(tail):
+            return with_error_id(f"{message[: -len(tail)].strip()} {fix}", error_id)
+    return f"{message} {fix}"
 
 
 def _describe(event: ToolCall | ToolResult | FileChange) -> str:
