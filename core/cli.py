@@ -21,7 +21,7 @@ from core.pg_schema import migrate_database
 from core.server.app import build_hooks
 from core.server.card import CardProvider
 from core.server.serve import serve
-from core.server.storage import build_database, build_session_store
+from core.server.storage import build_database, build_session_store, check_storage
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings_server import MIN_TOKEN_LENGTH
 from core.tasks.hooks import HookLoadError
@@ -144,6 +144,11 @@ def _workspaces(path: Path) -> int:
     if settings.storage.kind == "memory":
         print("storage.kind is memory: the daemon keeps no workspaces between runs")
         return 0
+    try:
+        check_storage(settings)
+    except StorageStartError as exc:
+        print(f"a2a-wrapper: {_where(exc, settings)}: {exc}", file=sys.stderr)
+        return exc.exit_code
 
     async def listing() -> list[str]:
         store = build_session_store(build_database(settings))

@@ -28,7 +28,7 @@ import structlog
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.pg_db import Conn, PostgresDatabase
+from core.pg_db import Conn, PostgresDatabase, count_of
 from core.tasks.pg_store import (
     CANCEL_CHANNEL,
     EVENTS_CHANNEL,
@@ -37,7 +37,7 @@ from core.tasks.pg_store import (
     status_event,
 )
 from core.tasks.store import ACTIVE_STATES
-from core.wire.errors import TaskNotFoundError
+from core.wire.errors import StorageUnavailableError, TaskNotFoundError
 from core.wire.models import StreamResponse, Task
 
 log = structlog.get_logger(__name__)
@@ -98,19 +98,24 @@ class ClusterEvents:
 
     async def _listen(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Hold the LISTEN connection; when it is lost (the server restarted, a proxy cut
-        it), open a new one, every RELISTEN seconds until it works. Meanwhile watchers re-read
-        every RECHECK seconds; a cancel or a forwarded turn announced in the gap is not heard
-        (the sender's wait ends, bounded)."""
+        it), open a new one, every RELISTEN seconds until it works. PostgreSQL does not replay
+        what was announced in the gap, so nothing relies on one announcement: watchers re-read
+        every RECHECK seconds, a cancel is announced again every RECHECK seconds until its task
+        ends, and once listening again this replica re-reads the turns queued for it."""
         first = True
+        failing = False
         while True:
             try:
                 listener = await asyncpg.connect(self._url)
             except (OSError, asyncpg.PostgresError):
                 if first:
                     raise
-                log.warning("cluster.listen_failed", retry_s=RELISTEN)
+                if not failing:  # once per outage, not every RELISTEN
+                    failing = True
+                    log.warning("cluster.listen_failed", retry_s=RELISTEN)
                 await anyio.sleep(RELISTEN)
                 continue
+            failing = False
             lost = anyio.Event()
             try:
                 listener.add_termination_listener(partial(_set, lost))
@@ -122,6 +127,7 @@ class ClusterEvents:
                     task_status.started()
                 else:
                     log.info("cluster.listening_again")
+                    await self._queued_turns()
                 await lost.wait()
                 log.warning("cluster.listen_lost")
             finally:
@@ -131,6 +137,22 @@ class ClusterEvents:
             for waiting in self._waiters.values():
                 for wake in waiting:
                     wake.set()
+
+    async def _queued_turns(self) -> None:
+        """The turns other replicas queued for this one (announced or not): each is handed to
+        the taker again (taking one is a conditional update: a turn is taken once)."""
+        if self.turns is None:
+            return
+        try:
+            rows = await self._db.fetch(
+                "SELECT id FROM turn_requests WHERE target = $1 AND state = 'queued' ORDER BY id",
+                self._db.replica_id,
+            )
+        except Exception:
+            log.exception("cluster.turns_not_reread")
+            return
+        for row in rows:
+            self.turns.send_nowait(int(row["id"]))
 
     # ----- writing ---------------------------------------------------------------------------
 
@@ -166,7 +188,12 @@ class ClusterEvents:
 
     async def _write_batch(self, batch: list[_Row]) -> None:
         try:
-            await self._db.run(partial(_append, rows=batch))
+            if not await self._db.run(partial(_append, rows=batch, replica=self._db.replica_id)):
+                # Fenced: this replica's lease expired (a turn of a context it lost).
+                log.warning("cluster.events_refused", events=len(batch))
+                self._db.doubt_lease()
+        except StorageUnavailableError:
+            pass  # lost with the outage (logged once by the database); watchers re-read
         except Exception:
             log.exception("cluster.events_write_failed", events=len(batch))
         finally:
@@ -251,14 +278,15 @@ class ClusterEvents:
                 self._forget(key, wake)
 
     async def cancel(self, principal: str, task_id: str) -> Task:
+        """Announced again at each RECHECK until the task ends: the owner's LISTEN connection
+        may have been down when it was first sent (a second cancel of a stopping turn is a
+        no-op there)."""
         notice = json.dumps({"principal": principal, "taskId": task_id})
         with anyio.move_on_after(self._cancel_wait):
             while True:
                 wake = self._waiter(task_id)
                 try:
-                    if notice:
-                        await self._db.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, notice)
-                        notice = ""
+                    await self._db.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, notice)
                     task = await self._stored(principal, task_id)
                     if task.status.state.terminal:
                         return task
@@ -373,18 +401,25 @@ def _final(event: StreamResponse) -> bool:
     return status is not None and status.state.terminal
 
 
-async def _append(conn: Conn, rows: list[_Row]) -> None:
+async def _append(conn: Conn, rows: list[_Row], replica: str) -> bool:
+    """Append the rows, fenced like a task write: only while `replica`'s lease is live (False
+    otherwise, nothing written)."""
     principals, task_ids, kinds, bodies = (list(column) for column in zip(*rows, strict=True))
-    await conn.execute(
+    status = await conn.execute(
         "INSERT INTO task_events (principal, task_id, kind, body) "
-        "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+        "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) "
+        "WHERE EXISTS (SELECT 1 FROM replicas WHERE id = $5 AND expires_at > now())",
         principals,
         task_ids,
         kinds,
         bodies,
+        replica,
     )
+    if not count_of(status):
+        return False
     await conn.execute(
         "SELECT pg_notify($1, t) FROM (SELECT DISTINCT unnest($2::text[]) AS t) AS touched",
         EVENTS_CHANNEL,
         task_ids,
     )
+    return True

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias, TypeVar
 
@@ -30,6 +31,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from core.pg_schema import CONNECT_TIMEOUT, migrate
 from core.sqlite_db import UnreadableRows
+from core.wire.errors import StorageUnavailableError
 
 log = structlog.get_logger(__name__)
 
@@ -41,6 +43,18 @@ Conn: TypeAlias = "PoolConnectionProxy[asyncpg.Record]"
 
 # A pool per daemon: request handlers, the turn writes, the heartbeat and the listener.
 POOL_SIZE = 10
+
+# What a call raises when the server cannot be reached (down, restarting, cut off, full).
+UNREACHABLE: tuple[type[Exception], ...] = (
+    OSError,  # refused, reset, unreachable; TimeoutError too
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    # What asyncpg raises for a connection that broke in the middle of an operation.
+    asyncpg.exceptions.InternalClientError,
+)
 
 
 class PostgresDatabase:
@@ -62,6 +76,29 @@ class PostgresDatabase:
         self.rows = UnreadableRows()
         # The database's clock minus this host's, measured at each lease write (see `clock`).
         self._skew = timedelta(0)
+        # Called when a fenced write was refused (the heartbeat then checks the lease at once).
+        self.on_doubt: Callable[[], None] | None = None
+        self._down = False
+
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """A call to the server: its connection failures become StorageUnavailableError (a
+        caller-safe, retryable error), logged once per outage, not per call."""
+        try:
+            yield
+        except UNREACHABLE as exc:
+            if not self._down:
+                self._down = True
+                log.warning("storage.unavailable", error=f"{type(exc).__name__}: {exc}")
+            raise StorageUnavailableError from exc
+        if self._down:
+            self._down = False
+            log.warning("storage.available_again")
+
+    def doubt_lease(self) -> None:
+        """A write fenced by this replica's lease was refused: it may have lost the lease."""
+        if self.on_doubt is not None:
+            self.on_doubt()
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -82,8 +119,10 @@ class PostgresDatabase:
         # left is then taken over like any lost replica's).
         self.replica_id = self._fixed_id or _new_replica_id()
         try:
+            # min_size 0: no floor to restore (asyncpg logs a traceback each time it cannot
+            # while the server is down); idle connections stay pooled all the same.
             pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT
+                self._url, min_size=0, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT
             )
             self._pool = pool
             try:
@@ -114,21 +153,33 @@ class PostgresDatabase:
             await pool.close()
 
     async def run(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """`fn` on a pooled connection, in one transaction."""
-        async with self.pool.acquire() as conn, conn.transaction():
-            return await fn(conn)
+        """`fn` on a pooled connection, in one transaction. Every call here raises
+        StorageUnavailableError when the server cannot be reached."""
+        with self._reaching():
+            async with self.pool.acquire() as conn:
+                try:
+                    async with conn.transaction():
+                        return await fn(conn)
+                except asyncpg.InterfaceError as exc:
+                    if _cut(conn):  # in the middle of the transaction
+                        raise ConnectionResetError(str(exc)) from exc
+                    raise
 
     async def execute(self, query: str, *args: Any) -> str:
-        return await self.pool.execute(query, *args)
+        with self._reaching():
+            return await self.pool.execute(query, *args)
 
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
-        return await self.pool.fetch(query, *args)
+        with self._reaching():
+            return await self.pool.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
-        return await self.pool.fetchrow(query, *args)
+        with self._reaching():
+            return await self.pool.fetchrow(query, *args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
-        return await self.pool.fetchval(query, *args)
+        with self._reaching():
+            return await self.pool.fetchval(query, *args)
 
     def clock(self) -> datetime:
         """Now on the database's clock (this host's clock corrected by the offset measured at
@@ -148,10 +199,12 @@ class PostgresDatabase:
         return db_now
 
     async def renew(self) -> bool:
-        """Extend this replica's lease by `lease_ttl` from now (the database's now); False
-        when the row is gone (a survivor already took this replica for dead)."""
+        """Extend this replica's lease by `lease_ttl` from now (the database's now), only while
+        it is live; False when it expired (or its row is gone): survivors may have taken its
+        contexts and failed its tasks, so it must stop its turns before it `rejoin`s."""
         renewed = await self._leased(
-            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1 RETURNING now()"
+            "UPDATE replicas SET expires_at = now() + $2 WHERE id = $1 AND expires_at > now() "
+            "RETURNING now()"
         )
         return renewed is not None
 
@@ -178,6 +231,15 @@ class PostgresDatabase:
     async def live_replicas(self) -> set[str]:
         rows = await self.fetch("SELECT id FROM replicas WHERE expires_at > now()")
         return {r["id"] for r in rows}
+
+
+def _cut(conn: Conn) -> bool:
+    """Whether the connection was lost (the pool takes back a connection it saw break, and
+    the proxy then refuses every call)."""
+    try:
+        return conn.is_closed()
+    except asyncpg.InterfaceError:
+        return True
 
 
 def _new_replica_id() -> str:

@@ -43,7 +43,9 @@ class WorkspaceSettings(Block):
         description="Keep a context's branch when its expired workspace is removed",
     )
     max_patch_bytes: int = Field(
-        default=1024 * 1024, ge=1, description="Bytes a patch sent in a message may have"
+        default=1024 * 1024,
+        ge=1,
+        description="Bytes the patches sent in one message may have together",
     )
     max_workspaces: int = Field(
         default=64, ge=1, description="Workspaces (worktrees or copies) that may exist at once"

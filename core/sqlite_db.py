@@ -39,6 +39,14 @@ ROW_ERRORS = (ValueError, TypeError, KeyError)
 
 T = TypeVar("T")
 
+# The first 16 bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class ForeignStorageError(Exception):
+    """The storage file exists but is not this daemon's: not SQLite, damaged, or another
+    program's database. `str()` is one line for the operator."""
+
 
 class UnreadableRows:
     """What a database reports of the rows it cannot decode (the SQLite and the PostgreSQL
@@ -90,6 +98,12 @@ class SqliteDatabase:
 
     def unreadable(self, table: str, key: dict[str, object], exc: Exception) -> None:
         self._rows.report(table, key, exc)
+
+    def check_ours(self) -> None:
+        """Raise ForeignStorageError unless the file is absent, empty, or an SQLite database
+        holding only tables of the schemas added here, each with exactly its columns. Only
+        reads: nothing is written to a file that is not ours."""
+        check_ours(self._path, "\n".join(self._schemas))
 
     def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
         """Queue `fn` now and return what to await for its result (core/queued.py): it runs
@@ -163,6 +177,63 @@ class SqliteDatabase:
         conn, self._conn = self._conn, None
         if conn is not None:
             await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def check_ours(path: Path, schema: str) -> None:
+    """See `SqliteDatabase.check_ours`."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ForeignStorageError(f"cannot read it: {exc.strerror}") from exc
+    if not header:
+        return
+    if header != SQLITE_HEADER:
+        raise ForeignStorageError(
+            "it is not an SQLite database (not a2a-wrapper's storage); "
+            "give storage.path a file of its own"
+        )
+    expected = _tables(sqlite3.connect(":memory:"), schema)
+    try:
+        # Read-write but reading only: a read-only connection cannot open a WAL file that a
+        # killed daemon left (its -shm), which is ours.
+        found = _tables(sqlite3.connect(path), "")
+    except sqlite3.DatabaseError as exc:
+        raise ForeignStorageError(
+            f"it is damaged or not an SQLite database ({exc}); "
+            "move it aside or give storage.path a file of its own"
+        ) from exc
+    foreign = sorted(
+        name for name, columns in found.items() if expected.get(name, columns) != columns
+    )
+    foreign += sorted(set(found) - set(expected))
+    if foreign:
+        raise ForeignStorageError(
+            f"it is another program's database (tables {', '.join(foreign)} are not "
+            "a2a-wrapper's); give storage.path a file of its own"
+        )
+
+
+def _tables(conn: sqlite3.Connection, schema: str) -> dict[str, list[str]]:
+    """Each table's column names (SQLite's own tables aside), after running `schema`."""
+    try:
+        if schema:
+            conn.executescript(schema)
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            )
+        ]
+        return {
+            name: [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
+            for name in names
+        }
+    finally:
+        conn.close()
 
 
 def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:

@@ -10,9 +10,11 @@ import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -20,7 +22,7 @@ from core.pg_schema import LATEST, MIGRATIONS
 from tests.support.daemon import EXE, Daemon, MakeDaemon
 from tests.support.orphans import alive, await_file, await_logged, logged
 from tests.support.polling import until
-from tests.support.postgres import free_port
+from tests.support.postgres import PostgresServer, free_port
 from tests.support.webhook import Webhook, serve_webhook
 
 V1 = {"A2A-Version": "1.0"}
@@ -442,3 +444,151 @@ def test_an_unreachable_database_is_one_line_and_the_storage_exit_code(
     assert len(lines) == 1, err
     assert lines[0].startswith("a2a-wrapper: cannot open the storage at postgresql://postgres:***@")
     assert "secret" not in err
+
+
+def _journal(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_a_frozen_owner_neither_overwrites_its_failed_tasks_nor_runs_their_contexts(
+    postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    """Split brain (issue 31, item 4): three replicas; the owner is frozen (SIGSTOP) mid-turn
+    for longer than leaseTtl. A survivor fails its tasks ("replica lost") and runs the next
+    turn of the context; after SIGCONT the old owner writes nothing over the FAILED tasks (one
+    of its turns finished while it was frozen, another is still sleeping), stops its turn of
+    the context the survivor now runs (the agent interrupted) before that turn ends, runs no
+    other, and logs the lease loss once."""
+    journal = tmp_path / "journal.jsonl"
+    config = replica_config(postgres_url, tmp_path / "h")
+    config["options"]["journal"] = str(journal)
+    owner, survivor, third = start_replicas(daemons, config, 3)
+    async with httpx.AsyncClient() as client:
+
+        async def stored(task_id: str, on: Daemon = survivor) -> dict[str, Any]:
+            got: dict[str, Any] = (await rpc(client, on.url, "GetTask", {"id": task_id}))["result"]
+            return got
+
+        async def in_state(task_id: str, state: str) -> bool:
+            return bool((await stored(task_id))["status"]["state"] == state)
+
+        short = await send(client, owner.url, "ctx-short", "sleep: 2.5", returnImmediately=True)
+        long = await send(client, owner.url, "ctx-long", "sleep: 60", returnImmediately=True)
+        for task in (short, long):
+            await wait_for(partial(in_state, task["id"], "TASK_STATE_WORKING"))
+        started = time.monotonic()
+        owner.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        try:
+            for task in (short, long):
+                await wait_for(partial(in_state, task["id"], "TASK_STATE_FAILED"))
+            failed = {t["id"]: await stored(t["id"]) for t in (short, long)}
+            # The context's next turn runs on a survivor meanwhile (it takes the context).
+            nxt = await send(client, survivor.url, "ctx-long", "sleep: 4", returnImmediately=True)
+            await wait_for(lambda: in_state(nxt["id"], "TASK_STATE_WORKING"))
+            # Frozen past the end of the short turn's sleep: it completes at SIGCONT.
+            await asyncio.sleep(max(0.0, started + 3 - time.monotonic()))
+        finally:
+            owner.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+        resumed = time.time()
+        await wait_for(lambda: in_state(nxt["id"], COMPLETED))
+        after = await send(client, survivor.url, "ctx-short", "echo: after")
+        final = {
+            t["id"]: [await stored(t["id"], on) for on in (owner, survivor, third)]
+            for t in (short, long)
+        }
+
+    for task_id, seen in final.items():
+        assert seen == [failed[task_id]] * 3, task_id
+        assert "replica running this task was lost" in answer(seen[0])
+    assert after["status"]["state"] == COMPLETED
+    lines = _journal(journal)
+    starts = [e for e in lines if e["event"] == "start"]
+    # ctx-long is the survivor's now: the old owner ran no turn of it but the stopped one.
+    assert [e["task"] for e in starts if e["context"] == "ctx-long" and e["pid"] == owner.pid] == [
+        long["id"]
+    ]
+    # ctx-short nobody took meanwhile: back on the old owner, once its first turn was over.
+    short_turns = [e for e in starts if e["context"] == "ctx-short"]
+    assert [e["task"] for e in short_turns] == [short["id"], after["id"]]
+    ends = {(e["pid"], e["task"]): e for e in lines if e["event"] == "end"}
+    old_end = ends[(owner.pid, long["id"])]
+    new_end = ends[(survivor.pid, nxt["id"])]
+    assert old_end["how"] == "stopped"
+    assert any(
+        e["event"] == "interrupt" and e["task"] == long["id"] and e["pid"] == owner.pid
+        for e in lines
+    )
+    # The old owner's turn of ctx-long stopped before the survivor's turn of it ended: its
+    # last tick comes after SIGCONT only by the moment its heartbeat took to see the loss.
+    assert old_end["t"] < new_end["t"]
+    assert resumed < new_end["t"]
+    await asyncio.to_thread(await_logged, owner, "cluster.lease_lost")
+    assert len(logged(owner, "cluster.lease_lost")) == 1
+    for replica in (owner, survivor, third):
+        assert replica.stop() == 0
+
+
+async def test_cancels_and_forwarded_turns_sent_while_the_owner_relistens_are_not_lost(
+    postgres_server: PostgresServer, postgres_url: str, daemons: MakeDaemon, tmp_path: Path
+) -> None:
+    """Issue 31, item 6: the owner's LISTEN connection is cut (pg_terminate_backend) and, to
+    hold the gap open, the database refuses new connections for a moment; a CancelTask and a
+    forwarded turn sent to the other replica meanwhile still reach the owner once it listens
+    again: the task is CANCELED (not left to finish), the turn runs there."""
+    owner, other = start_replicas(daemons, replica_config(postgres_url, tmp_path / "h"), 2)
+    database = postgres_url.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(postgres_server.dsn())
+    async with httpx.AsyncClient() as client:
+        running = await send(client, owner.url, "ctx-gap", "block", returnImmediately=True)
+        first = await send(client, owner.url, "ctx-fwd", "echo: first")
+
+        async def working() -> bool:
+            got = await rpc(client, other.url, "GetTask", {"id": running["id"]})
+            return bool(got["result"]["status"]["state"] == "TASK_STATE_WORKING")
+
+        await wait_for(working)
+        # Warm both replicas' pools: only the listener must need a new connection.
+        await asyncio.gather(
+            *(rpc(client, r.url, "GetTask", {"id": first["id"]}) for r in (owner, other) * 4)
+        )
+        try:
+            await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+            cut = await admin.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = $1 AND query LIKE 'LISTEN%'",
+                database,
+            )
+            assert cut == 2  # both replicas' listeners
+            await asyncio.to_thread(await_logged, owner, "cluster.listen_lost")
+            canceling = asyncio.ensure_future(
+                rpc(client, other.url, "CancelTask", {"id": running["id"]})
+            )
+            forwarding = asyncio.ensure_future(
+                rpc(client, other.url, "SendMessage", _message("ctx-fwd", "history"))
+            )
+            await asyncio.to_thread(await_logged, owner, "cluster.listen_failed")
+        finally:
+            await admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+            await admin.close()
+        canceled, forwarded = await asyncio.gather(canceling, forwarding)
+        on_owner = await rpc(client, owner.url, "GetTask", {"id": running["id"]})
+
+    assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED", canceled
+    assert on_owner["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+    task = forwarded["result"]["task"]
+    assert task["status"]["state"] == COMPLETED
+    assert answer(task) == "echo: first"
+    assert logged(owner, "cluster.listening_again")
+    for replica in (owner, other):
+        assert replica.stop() == 0
+
+
+def _message(context: str, text: str) -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": f"{context}-{time.monotonic_ns()}",
+            "role": "ROLE_USER",
+            "contextId": context,
+            "parts": [{"text": text}],
+        }
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from tests.support.daemon import MakeDaemon
+from tests.support.daemon import EXE, MakeDaemon
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -274,3 +275,86 @@ def test_null_part_is_refused_and_a_crash_mid_turn_cannot_stop_a_start(
     assert daemon.stop() == 0
     logged = _unreadable_lines(daemon.log_path)
     assert [e["key"]["id"] for e in logged] == [running["id"]]
+
+
+def _refused(daemon: Any, db: Path) -> str:
+    """The daemon exits with the storage code and one plain line (no traceback); the line."""
+    code, out, err = daemon.run_to_exit()
+    assert code == 3, err
+    assert out == ""
+    assert "Traceback" not in err
+    lines = [line for line in err.strip().splitlines() if not line.startswith("{")]
+    assert len(lines) == 1, err
+    line: str = lines[0]
+    assert line.startswith(f"a2a-wrapper: cannot open the storage at {db}: "), lines
+    return line
+
+
+def _tables(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+
+def test_a_foreign_sqlite_file_is_refused_before_anything_is_written_in_it(
+    tmp_path: Path, daemons: MakeDaemon
+) -> None:
+    """Another program's database, with a `tasks` table of its own (and one that is not)."""
+    db = tmp_path / "theirs.sqlite3"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT, done INTEGER)")
+        conn.execute("INSERT INTO tasks (title, done) VALUES ('buy milk', 0)")
+    other = tmp_path / "other.sqlite3"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    before = db.read_bytes(), other.read_bytes()
+
+    theirs = daemons(_config(db))
+    line = _refused(theirs, db)
+    other_line = _refused(daemons(_config(other)), other)
+
+    listing = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(EXE), "workspaces", str(theirs.config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert listing.returncode == 3, listing.stderr
+    assert listing.stderr.startswith(f"a2a-wrapper: cannot open the storage at {db}: ")
+    assert "another program's database (tables tasks are not a2a-wrapper's)" in line
+    assert "tables invoices are not" in other_line
+    assert (db.read_bytes(), other.read_bytes()) == before
+    assert _tables(db) == ["tasks"]
+    assert _tables(other) == ["invoices"]
+
+
+def test_a_file_that_is_not_sqlite_or_is_damaged_is_one_line_and_exit_3(
+    tmp_path: Path, daemons: MakeDaemon
+) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 100)
+    damaged = tmp_path / "damaged.sqlite3"
+    with sqlite3.connect(damaged) as conn:
+        conn.execute("CREATE TABLE tasks (x TEXT)")
+    raw = bytearray(damaged.read_bytes())
+    raw[100:] = b"\xff" * (len(raw) - 100)  # the header survives, the schema page does not
+    damaged.write_bytes(bytes(raw))
+
+    assert "not an SQLite database" in _refused(daemons(_config(text)), text)
+    assert "damaged or not an SQLite database" in _refused(daemons(_config(damaged)), damaged)
+    assert text.read_text() == "not a database\n" * 100
+
+
+def test_our_own_file_from_an_earlier_run_opens_again(tmp_path: Path, daemons: MakeDaemon) -> None:
+    """The check accepts what the daemon wrote itself, also after a kill (WAL files left)."""
+    db = tmp_path / "tasks.sqlite3"
+    daemon = daemons(_config(db))
+    url = daemon.start()
+    _send(url, "echo: one")
+    daemon.kill()
+    url = daemon.start()
+    assert _send(url, "echo: two")["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert daemon.stop() == 0
+    url = daemon.start()
+    assert len(_rpc(url, "ListTasks", {})["result"]["tasks"]) == 2
+    assert daemon.stop() == 0

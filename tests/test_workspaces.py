@@ -453,9 +453,10 @@ async def test_the_workspaces_command_lists_each_workspace_with_its_size(
         "BRANCH",
         "SIZE",
         "CREATED",
+        "STATE",
         "PATH",
     ]
-    context, _principal, mode, branch, size, _created, path = row.split("\t")
-    assert (context, mode, branch) == ("listed", "worktree", "a2a/listed")
+    context, _principal, mode, branch, size, _created, state, path = row.split("\t")
+    assert (context, mode, branch, state) == ("listed", "worktree", "a2a/listed", "active")
     assert path == workspace_of(task)["path"]
     assert size.endswith(("B", "KiB", "MiB"))

@@ -33,6 +33,7 @@ from core.instance.records import (
     Recorded,
     SqliteInstanceRecords,
 )
+from core.tasks.startup import StorageStartError, failing_as
 
 log = structlog.get_logger(__name__)
 
@@ -181,7 +182,10 @@ async def guarded(storage: Path | None) -> AsyncIterator[Guard]:
         records: InstanceRecords = (
             SqliteInstanceRecords(storage) if storage is not None else InMemoryInstanceRecords()
         )
-        await records.open()
+        # The storage file was checked (core/server/storage.py); what it still cannot do
+        # (a damaged page) is one line and the storage exit code, not a traceback.
+        with failing_as(StorageStartError):
+            await records.open()
         ledger = Ledger(records)
         loop = asyncio.get_running_loop()
         try:

@@ -134,6 +134,7 @@ def create_app(
         tombstone_retention=retention,
         clock=clock,
         on_expired=workspaces.remove if workspaces.config.private else None,
+        on_sweep=workspaces.retry_expired if workspaces.config.private else None,
     )
     tasks = store or build_store(db)
     push = build_push(settings, push_store, push_sender, db, observers.push_outcome)
@@ -164,7 +165,7 @@ def create_app(
         app[CLUSTER_TURNS].on_turn = service.admit_here
     if isinstance(db, PostgresDatabase):
         heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
-        app[CLUSTER] = Cluster(db, tasks, heartbeat, push)
+        app[CLUSTER] = Cluster(db, tasks, heartbeat, push, on_lease_lost=service.stop_turns)
     if settings.server.grpc_port is not None:
         from core.server.grpc.server import GrpcBinding  # noqa: PLC0415 - grpcio only when on
 

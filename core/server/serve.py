@@ -16,6 +16,7 @@ from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
 from core.server.keys import CARD
 from core.server.ratelog import LogSummary
+from core.server.storage import check_storage
 from core.settings import Settings
 from core.settings_server import ServerSettings
 from core.tasks.startup import ListenError, failing_as
@@ -66,7 +67,9 @@ async def serve(settings: Settings, on_listening: Callable[[str], None]) -> None
     accepting, let running turns finish up to `server.shutdownTimeout`, then stop them and the
     agents. A second signal exits at once, killing every agent process first. The whole run
     holds the storage lock (StorageInUseError when another daemon has it) and its process
-    hygiene (`core.instance.guard`)."""
+    hygiene (`core.instance.guard`). A storage file that is not this daemon's is refused
+    before anything is written (StorageStartError)."""
+    check_storage(settings)
     async with guarded(settings.storage.local_path()) as guard:
         await _serve(settings, on_listening, guard.force_stop)
 

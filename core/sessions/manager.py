@@ -61,11 +61,14 @@ class SessionManager:
         tombstone_retention: timedelta | None = None,
         clock: Clock = system_clock,
         on_expired: Expired | None = None,
+        on_sweep: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         """`tombstone_retention`: how long the sweep remembers a session it expired for the
         next turn on its context (None = until that turn comes); `on_expired` is awaited for
-        the key of every session that expired (its workspace goes too)."""
+        the key of every session that expired (its workspace goes too); `on_sweep` after each
+        sweep (what an expiry could not clean up is retried)."""
         self._on_expired = on_expired
+        self._on_sweep = on_sweep
         self._store = store
         self._backend = backend_name
         self._drop = drop
@@ -180,6 +183,11 @@ class SessionManager:
                 await self._expired_quietly(record)
         if self._tombstone_retention is not None:
             await self._store.purge_tombstones(now - self._tombstone_retention)
+        if self._on_sweep is not None:
+            try:
+                await self._on_sweep()
+            except Exception:
+                log.exception("session.sweep_retry_failed")
         return removed
 
     async def _expire(self, record: SessionRecord) -> bool:

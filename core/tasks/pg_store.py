@@ -19,6 +19,7 @@ from core.pg_db import Conn, PostgresStore, count_of, exclusively
 from core.queued import Queued
 from core.tasks.store import (
     ACTIVE_STATES,
+    StaleWriteError,
     TaskPage,
     TaskQuery,
     cursor_of,
@@ -93,11 +94,16 @@ class PostgresTaskStore(PostgresStore):
         return self._save(principal, task)
 
     async def _save(self, principal: str, task: Task) -> None:
-        await self._db.execute(
+        """Fenced: written only while this replica's lease is live on the database's clock,
+        checked in the same statement (a replica frozen past its lease, whose tasks and
+        contexts survivors took, writes nothing), and never over a terminal task."""
+        written = await self._db.fetchval(
             "INSERT INTO tasks (principal, id, context_id, state, status_ts, body, replica) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (principal, id) DO UPDATE SET "
+            "SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM replicas "
+            "WHERE id = $7 AND expires_at > now()) ON CONFLICT (principal, id) DO UPDATE SET "
             "context_id = EXCLUDED.context_id, state = EXCLUDED.state, "
-            "status_ts = EXCLUDED.status_ts, body = EXCLUDED.body, replica = EXCLUDED.replica",
+            "status_ts = EXCLUDED.status_ts, body = EXCLUDED.body, replica = EXCLUDED.replica "
+            "WHERE tasks.state <> ALL($8::text[]) OR tasks.body = EXCLUDED.body RETURNING 1",
             principal,
             task.id,
             task.context_id,
@@ -105,7 +111,11 @@ class PostgresTaskStore(PostgresStore):
             sort_key(task)[0],
             task.model_dump_json(by_alias=True, exclude_none=True),
             self._db.replica_id,
+            _TERMINAL,
         )
+        if written is None:
+            self._db.doubt_lease()
+            raise StaleWriteError
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
         return decode_task(self._db.unreadable, principal, task_id, body)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 import anyio
+import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Turn
@@ -19,7 +20,10 @@ from core.tasks.queries import LiveRuns
 from core.tasks.run_state import RunState
 from core.tasks.task_run import TaskRun
 from core.tasks.turn_driver import TurnDriver, fail_crashed
+from core.wire.errors import StorageUnavailableError
 from core.wire.models import SendMessageRequest
+
+log = structlog.get_logger(__name__)
 
 SHUTDOWN_REASON = (
     "The a2a-wrapper daemon shut down while this task was running, and the turn did not "
@@ -81,6 +85,10 @@ class Scheduler:
                             if run.state is RunState.QUEUED:
                                 self._observer.started(run, turn)
                                 await self._driver.run(run, turn)
+        except StorageUnavailableError as exc:
+            # The store refused the task's write (StaleWriteError: a replica that lost its
+            # lease, a task ended elsewhere) or cannot be reached: the turn is over here.
+            log.warning("turn.not_stored", task_id=run.task.id, error=type(exc).__name__)
         except Exception:  # noqa: BLE001 - fail_crashed logs it with its traceback
             await fail_crashed(run)
         finally:
@@ -98,6 +106,18 @@ class Scheduler:
         if was is not RunState.QUEUED:
             with anyio.move_on_after(self._timeouts.stop_bound):
                 await run.finished()
+
+    async def stop_now(self, reason: str) -> int:
+        """Stop every turn in flight here at once (the agents interrupted), waiting (bounded)
+        until they stopped; returns how many. A replica that lost its lease does this."""
+        runs = [r for r in self._live if r.in_flight]
+        for run in runs:
+            if run.state is not RunState.STOPPING:
+                await run.stop(reason)
+        with anyio.move_on_after(self._timeouts.stop_bound):
+            for run in runs:
+                await run.finished()
+        return len(runs)
 
     async def stop_all(self) -> None:
         """Shutdown: queued turns, and turns paused on an approval question, fail now; running

@@ -351,6 +351,11 @@ class TaskService:
         self._live.forget(request.id)
         return run.task
 
+    async def stop_turns(self, reason: str) -> int:
+        """Stop every turn running here, failing each with `reason` (a replica whose lease
+        expired: its contexts may run elsewhere now); returns how many."""
+        return await self._scheduler.stop_now(reason)
+
     async def cancel_here(self, principal: str, task_id: str) -> None:
         """A cancel another replica received for a task whose turn runs here (a no-op when
         it has no turn in flight here any more)."""

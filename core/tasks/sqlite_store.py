@@ -8,6 +8,7 @@ at the next start so retention removes it in time.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import tempfile
@@ -20,6 +21,8 @@ from core.queued import Queued
 from core.sqlite_db import SqliteDatabase
 from core.tasks.store import (
     ACTIVE_STATES,
+    TERMINAL_STATES,
+    StaleWriteError,
     TaskPage,
     TaskQuery,
     cursor_of,
@@ -47,6 +50,16 @@ CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (principal, status_ts DESC, id
 CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
 """
 
+
+# A terminal task never changes: its row is only ever rewritten with the same body.
+_TERMINAL = [s.value for s in TERMINAL_STATES]
+_TERMINAL_JSON = json.dumps(_TERMINAL)
+_SAVE = (
+    "INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (principal, id) DO UPDATE SET "
+    "context_id = excluded.context_id, state = excluded.state, status_ts = excluded.status_ts, "
+    "body = excluded.body WHERE tasks.state NOT IN (SELECT value FROM json_each(?)) "
+    "OR tasks.body = excluded.body"
+)
 
 PROBE_BYTES = 4096
 
@@ -96,7 +109,9 @@ class SqliteTaskStore:
         )
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?)", row)
+            written = conn.execute(_SAVE, (*row, _TERMINAL_JSON)).rowcount
+            if not written:
+                raise StaleWriteError
 
         return self._db.run(write)
 

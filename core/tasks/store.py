@@ -19,10 +19,23 @@ from core.queued import Queued, done
 from core.sqlite_db import ROW_ERRORS
 from core.wire.base import format_timestamp, utcnow
 from core.wire.enums import TaskState
-from core.wire.errors import InvalidParamsError, TaskUnreadableError
+from core.wire.errors import InvalidParamsError, StorageUnavailableError, TaskUnreadableError
 from core.wire.models import Message, Part, Task, TaskStatus
 
 ACTIVE_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
+TERMINAL_STATES = tuple(s for s in TaskState if s.terminal)
+
+
+class StaleWriteError(StorageUnavailableError):
+    """The store refused to write a task's snapshot: the stored task is terminal and the
+    snapshot differs (a terminal task never changes), or, with replicas, this replica no
+    longer holds its lease (another replica may own its contexts now). A caller that meets
+    it may try again (a replica rejoins at its next heartbeat)."""
+
+    default_message = (
+        "The daemon could not store this task (the task ended already, or this replica lost "
+        "its hold on the storage for a moment); try again shortly"
+    )
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,8 @@ class TaskStore(Protocol):
         ...
 
     def save(self, principal: str, task: Task) -> Queued[None]:
-        """Insert or replace the snapshot of `task`: queued when called (core/queued.py)."""
+        """Insert or replace the snapshot of `task`: queued when called (core/queued.py).
+        StaleWriteError when the stored task is terminal and `task` differs from it."""
         ...
 
     async def get(self, principal: str, task_id: str) -> Task | None:
@@ -151,6 +165,9 @@ class InMemoryTaskStore:
         return None
 
     def save(self, principal: str, task: Task) -> Queued[None]:
+        stored = self._tasks.get((principal, task.id))
+        if stored is not None and stored.status.state.terminal and stored != task:
+            raise StaleWriteError
         # Tasks are frozen wire models: keeping the object itself is keeping a snapshot.
         self._tasks[(principal, task.id)] = task
         return done()

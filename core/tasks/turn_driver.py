@@ -20,6 +20,7 @@ from core.tasks.turn_hooks import NO_TURN_HOOKS, StopTurnError, TurnHooks
 from core.tasks.turn_runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
+from core.wire.errors import StorageUnavailableError
 from core.wire.models import Part
 
 log = structlog.get_logger(__name__)
@@ -60,6 +61,15 @@ async def fail_crashed(run: TaskRun) -> None:
             await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
         except Exception:
             log.exception("turn.crash_not_recorded", error_id=error_id, task_id=run.task.id)
+
+
+def _stop_reason(run: TaskRun, exc: StopTurnError | StorageUnavailableError) -> str:
+    if isinstance(exc, StopTurnError):
+        return exc.reason
+    # The store refused the task's write (StaleWriteError: this replica lost its lease, or
+    # the task ended elsewhere) or cannot be reached: the turn stops (its agent interrupted).
+    log.warning("turn.not_stored", task_id=run.task.id, error=type(exc).__name__)
+    return exc.message
 
 
 class TurnDriver:
@@ -171,8 +181,8 @@ class TurnDriver:
             return idle_timeout_reason(self._idle_timeout or 0)
         except ApprovalTimeoutError:
             return APPROVAL_TIMEOUT_REASON
-        except StopTurnError as exc:
-            return exc.reason
+        except (StopTurnError, StorageUnavailableError) as exc:
+            return _stop_reason(run, exc)
         except Exception as exc:
             error_id = new_error_id()
             log.exception(

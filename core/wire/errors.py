@@ -64,6 +64,15 @@ class InternalError(DaemonError):
     default_message = "Internal error"
 
 
+class StorageUnavailableError(InternalError):
+    """The daemon's database cannot be reached now (PostgreSQL down or cut off): retryable."""
+
+    default_message = (
+        "The daemon's storage is unavailable right now (its database cannot be reached); "
+        "try again shortly"
+    )
+
+
 class TaskNotFoundError(DaemonError):
     default_message = "Task not found"
 
@@ -134,6 +143,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     MethodNotAllowedError: WireForm(-32601, "METHOD_NOT_FOUND", 405, "UNIMPLEMENTED", -32601),
     InvalidParamsError: WireForm(-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", -32602),
     InternalError: WireForm(-32603, "INTERNAL_ERROR", 500, "INTERNAL", -32603),
+    StorageUnavailableError: WireForm(-32603, "STORAGE_UNAVAILABLE", 503, "UNAVAILABLE", -32603),
     TaskNotFoundError: WireForm(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", -32001),
     TaskUnreadableError: WireForm(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", -32001),
     TaskNotCancelableError: WireForm(

@@ -65,6 +65,7 @@ class WorkspaceHooks:
         the workspace (only where contexts have workspaces of their own)."""
         if not self._config.private:
             return
+        total, limit = 0, self._config.max_patch_bytes
         for index, part in enumerate(message.parts):
             media = (part.media_type or "").split(";")[0].strip().lower()
             content = FileContent(media_type=media, url=part.url)
@@ -73,7 +74,9 @@ class WorkspaceHooks:
             field = f"message.parts[{index}]"
             try:
                 data = base64.b64decode(part.raw, validate=True) if part.raw is not None else None
-                read_patch(replace(content, data=data), max_bytes=self._config.max_patch_bytes)
+                # The message's patches apply as one: the limit holds for them together.
+                read_patch(replace(content, data=data), max_bytes=limit, before=total)
+                total += len(data or b"")
             except binascii.Error:
                 raise InvalidParamsError(
                     f"{field}: the patch is not valid base64", violations=[(field, "not base64")]
@@ -96,7 +99,12 @@ class WorkspaceHooks:
         manager = self._manager
         try:
             workspace = await manager.ensure(turn.principal, turn.context_id)
-            read = [read_patch(c, max_bytes=self._config.max_patch_bytes) for c in patches]
+            read: list[Patch] = []
+            limit = self._config.max_patch_bytes
+            for content in patches:
+                read.append(
+                    read_patch(content, max_bytes=limit, before=sum(len(p.data) for p in read))
+                )
             applied = list(dict.fromkeys(p for patch in read for p in patch.paths))
             if read:
                 # Every patch part of the message as one patch: all of them apply, or none.
@@ -139,7 +147,7 @@ class WorkspaceHooks:
             commit = None
             if self._config.commit_turns:
                 commit = await manager.commit(
-                    workspace, f"a2a-wrapper: turn of task {turn.task_id}"
+                    workspace, f"a2a-wrapper: turn of task {turn.task_id}", after
                 )
         except (GitError, OSError):
             log.exception("workspace.changes_failed", context_id=turn.context_id)

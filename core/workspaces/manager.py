@@ -10,10 +10,8 @@ HEAD, and two trees are compared.
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import hashlib
-import os
-import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -26,20 +24,21 @@ import structlog
 
 from core.sessions.store import SessionStore, WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
-from core.workspaces.git import IDENTITY, GitError, git, toplevel
-from core.workspaces.patches import Patch
+from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
+from core.workspaces.naming import BRANCH_MAX, branch_slug, slug
+from core.workspaces.patches import Patch, conflicting
+from core.workspaces.paths import (
+    NoWorktreeError,
+    admin_dir,
+    common_of,
+    mask_outside_links,
+    size,
+    through_link,
+    worktree_of,
+)
 
 log = structlog.get_logger(__name__)
 
-_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-_CONFLICT = re.compile(
-    r"^error: (?:patch failed: (?P<failed>.+?):\d+"
-    r"|(?P<missing>.+?): (?:does not exist in (?:index|working tree)|No such file or directory)"
-    r"|(?P<exists>.+?): already exists in (?:index|working directory)"
-    r"|(?P<link>.+?): (?:affected file .+ is )?beyond a symbolic link"
-    r"|(?P<other>.+?): .+)$",
-    re.MULTILINE,
-)
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
 
 
@@ -54,6 +53,12 @@ class WorkspaceError(Exception):
 @dataclass(frozen=True)
 class Workspace:
     record: WorkspaceRecord
+    # Both known to the daemon from when it made the workspace, never read from the work
+    # tree: a worktree's per-worktree admin directory (under the repository's .git, which
+    # the agent cannot write) and the worktree's root; a copy's private git directory and
+    # the copy itself.
+    git_dir: Path
+    top: Path
 
     @property
     def path(self) -> Path:
@@ -61,11 +66,9 @@ class Workspace:
 
     @property
     def git_args(self) -> tuple[str, ...]:
-        """How git reaches this workspace: a worktree knows its repository, a copy's git
-        directory is named explicitly."""
-        if self.record.git_dir is not None:
-            return ("--git-dir", self.record.git_dir, "--work-tree", self.record.path)
-        return ("-C", self.record.path)
+        """How git reaches this workspace: its git directory and work tree named explicitly,
+        so the `.git` the agent can rewrite (file or folder) is never looked at."""
+        return ("--git-dir", str(self.git_dir), "--work-tree", str(self.top))
 
     def describe(self, head: str | None = None) -> dict[str, str]:
         """The task's `a2aWrapper.workspace` section."""
@@ -95,13 +98,6 @@ class Changes:
     commit: str | None = None
 
 
-def slug(principal: str, context_id: str) -> str:
-    """A directory name for the key: readable, unique, never a path."""
-    digest = hashlib.sha256(f"{principal}\0{context_id}".encode()).hexdigest()[:10]
-    readable = _SLUG.sub("-", context_id).strip(".-")[:48] or "context"
-    return f"{readable}-{digest}"
-
-
 class WorkspaceManager:
     def __init__(self, config: WorkspaceConfig, store: SessionStore) -> None:
         self.config = config
@@ -114,7 +110,9 @@ class WorkspaceManager:
         """The context's workspace, made now when it has none (or lost its directory)."""
         record = await self._store.workspace(principal, context_id)
         if record is not None and await anyio.Path(record.path).is_dir():
-            return Workspace(record)
+            # In use again: no longer expired (what could not be saved is still in it).
+            await anyio.Path(self._expired_marker(record)).unlink(missing_ok=True)
+            return await self.open(record)
         async with self._making:
             if record is not None:
                 log.warning("workspace.missing", context_id=context_id, path=record.path)
@@ -172,6 +170,7 @@ class WorkspaceManager:
         # A worktree whose folder was deleted by hand is still registered until pruned.
         await git("worktree", "prune", cwd=repository)
         await git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=repository)
+        admin = await anyio.to_thread.run_sync(admin_dir, await common_dir(repository), path)
         # The agent works in the same folder of the worktree as workingDirectory is in the repo.
         inner = self.config.directory.relative_to(repository)
         record = WorkspaceRecord(
@@ -182,17 +181,46 @@ class WorkspaceManager:
             branch=branch,
             base=base,
             created_at=datetime.now(UTC),
+            git_dir=str(admin),
         )
-        return Workspace(record)
+        return Workspace(record, admin, path)
+
+    async def open(self, record: WorkspaceRecord) -> Workspace:
+        """The workspace of a record, with the git directory and work tree the daemon made
+        (a worktree recorded before its admin directory was stored is found from the
+        repository's side, never from its `.git`)."""
+        if record.mode != "worktree":
+            if record.git_dir is None:
+                raise WorkspaceError("This context's workspace has no git directory recorded.")
+            return Workspace(record, Path(record.git_dir), Path(record.path))
+        if record.git_dir is not None:
+            admin = Path(record.git_dir)
+        else:
+            repository = await toplevel(self.config.directory)
+            if repository is None:
+                raise WorkspaceError("workingDirectory is no longer in a git repository.")
+            common = await common_dir(repository)
+            try:
+                admin = await anyio.to_thread.run_sync(admin_dir, common, Path(record.path))
+            except NoWorktreeError as exc:
+                raise WorkspaceError("This context's worktree is no longer registered.") from exc
+        top = await anyio.to_thread.run_sync(worktree_of, admin)
+        path = Path(await anyio.Path(record.path).resolve())
+        if path != top and top not in path.parents:
+            raise WorkspaceError("This context's worktree is no longer where it was made.")
+        return Workspace(record, admin, top)
 
     async def _free_branch(self, repository: Path, context_id: str) -> str:
-        """`a2a/<context>`, unless that is no valid branch name or is taken (a kept branch of
-        an expired workspace, another principal's context of the same id)."""
+        """`a2a/<context>`, unless that is no valid branch name, is longer than
+        `BRANCH_MAX` or is taken (a kept branch of an expired workspace, another principal's
+        context of the same id)."""
         wanted = f"a2a/{context_id}"
+        if len(wanted.encode()) > BRANCH_MAX:
+            wanted = f"a2a/{branch_slug(context_id)}"
         try:
             await git("check-ref-format", "--branch", wanted, cwd=repository)
         except GitError:
-            wanted = f"a2a/{_SLUG.sub('-', context_id).strip('.-/') or 'context'}"
+            wanted = f"a2a/{branch_slug(context_id)}"
         candidate, n = wanted, 1
         while True:
             try:
@@ -212,7 +240,7 @@ class WorkspaceManager:
                 source, path, symlinks=True, ignore=shutil.ignore_patterns(".git")
             )
         )
-        branch = f"a2a/{_SLUG.sub('-', context_id).strip('.-/') or 'context'}"
+        branch = f"a2a/{branch_slug(context_id)}"
         where = ("--git-dir", str(git_dir), "--work-tree", str(path))
         await git(*where, "init", "-q", "-b", branch)
         await git(*where, "add", "-A")
@@ -237,7 +265,7 @@ class WorkspaceManager:
             created_at=datetime.now(UTC),
             git_dir=str(git_dir),
         )
-        return Workspace(record)
+        return Workspace(record, git_dir, path)
 
     # ----- what changed -------------------------------------------------------------------
 
@@ -264,6 +292,9 @@ class WorkspaceManager:
             if not has_index:
                 await git(*where, "read-tree", "HEAD", env=env)
             await git(*where, "add", "-A", env=env)
+            masked = await mask_outside_links(where, workspace.top, env)
+            if masked:
+                log.warning("workspace.outside_link", context_id=workspace.record.context_id)
             return (await git(*where, "write-tree", env=env)).decode().strip()
         finally:
             index.unlink(missing_ok=True)
@@ -281,7 +312,7 @@ class WorkspaceManager:
         if before == after:
             return None
         where = workspace.git_args
-        diff = ("diff", "--no-color", "--no-ext-diff", "--no-renames")
+        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
         patch = await git(*where, *diff, "--binary", before, after)
         numstat = (await git(*where, *diff, "--numstat", "-z", before, after)).split(b"\0")
         statuses = (await git(*where, *diff, "--name-status", "-z", before, after)).split(b"\0")
@@ -302,12 +333,26 @@ class WorkspaceManager:
             )
         return Changes(workspace.record.base, await self.head(workspace), tuple(files), patch)
 
-    async def commit(self, workspace: Workspace, message: str) -> str:
-        """Commit everything in the workspace on its branch (workspace.commitTurns)."""
+    async def commit(self, workspace: Workspace, message: str, tree: str) -> str:
+        """Commit `tree` (the workspace's snapshot) on the workspace's own branch
+        (workspace.commitTurns): plumbing on the daemon-recorded branch, so no hook runs and
+        no other branch moves, whatever HEAD says; the workspace's index follows when its
+        HEAD is that branch."""
         where = workspace.git_args
-        await git(*where, "add", "-A")
-        await git(*IDENTITY, *where, "commit", "-q", "--no-verify", "-m", message)
-        return await self.head(workspace)
+        ref = f"refs/heads/{workspace.record.branch}"
+        parent = (await git(*where, "rev-parse", "--verify", f"{ref}^{{commit}}")).decode().strip()
+        made = await git(*IDENTITY, *where, "commit-tree", tree, "-p", parent, "-m", message)
+        commit = made.decode().strip()
+        await git(*where, "update-ref", "-m", message, ref, commit, parent)
+        try:
+            head = (await git(*where, "symbolic-ref", "-q", "HEAD")).decode().strip()
+        except GitError:
+            head = ""
+        if head == ref:
+            await git(*where, "read-tree", commit)
+            with contextlib.suppress(GitError):
+                await git(*where, "update-index", "-q", "--refresh")
+        return commit
 
     # ----- a caller's patch ---------------------------------------------------------------
 
@@ -316,55 +361,71 @@ class WorkspaceManager:
         apply (or would write through a symbolic link), the workspace untouched."""
         # Patch paths are relative to the work tree's top (a worktree's agent may work in a
         # sub-folder of it, as workingDirectory is in its repository).
-        shown = await git(*workspace.git_args, "rev-parse", "--show-toplevel")
-        top = Path(shown.decode().strip())
-        linked = [p for p in patch.paths if _through_link(top, p)]
+        top = workspace.top
+        linked = [p for p in patch.paths if through_link(top, p)]
         if linked:
             raise WorkspaceError(
                 "The patch was refused: it writes through a symbolic link ("
                 + ", ".join(linked)
                 + "); nothing was changed."
             )
-        apply = ("apply", "--whitespace=nowarn")
+        apply = (*workspace.git_args, "apply", "--whitespace=nowarn")
         try:
-            await git(
-                *apply,
-                "--check",
-                "-",
-                cwd=top,
-                stdin=patch.data,
-                env=_git_env(workspace),
-            )
+            await git(*apply, "--check", "-", cwd=top, stdin=patch.data)
         except GitError as exc:
-            conflicts = _conflicting(exc.stderr) or list(patch.paths)
+            conflicts = conflicting(exc.stderr) or list(patch.paths)
             raise WorkspaceError(
                 "The patch does not apply to this context's workspace (conflicts in "
                 + ", ".join(conflicts)
                 + "); nothing was changed."
             ) from exc
-        await git(*apply, "-", cwd=top, stdin=patch.data, env=_git_env(workspace))
+        await git(*apply, "-", cwd=top, stdin=patch.data)
 
     # ----- expiry and listing -------------------------------------------------------------
 
     async def remove(self, principal: str, context_id: str) -> Path | None:
         """Remove the context's workspace (and its branch unless keepBranches), first saving
         what it holds beyond the base (beyond HEAD when the branch is kept) as a patch in the
-        state directory; returns that patch's path, None when nothing needed saving."""
+        state directory; returns that patch's path, None when nothing needed saving. When the
+        save fails the workspace is kept, marked expired, and `retry_expired` tries again."""
         record = await self._store.workspace(principal, context_id)
         if record is None:
             return None
-        workspace = Workspace(record)
         saved = None
-        if workspace.path.is_dir():
+        if await anyio.Path(record.path).is_dir():
             try:
+                workspace = await self.open(record)
                 saved = await self._save(workspace)
-            except (GitError, OSError):
+            except (GitError, OSError, WorkspaceError):
                 log.exception("workspace.save_failed", context_id=context_id)
+                await anyio.to_thread.run_sync(self._mark_expired, record)
                 return None  # keep it: removing it would lose what could not be saved
             await self._delete(workspace)
         await self._store.delete_workspace(principal, context_id)
+        await anyio.Path(self._expired_marker(record)).unlink(missing_ok=True)
         log.info("workspace.removed", context_id=context_id, saved=str(saved) if saved else None)
         return saved
+
+    async def retry_expired(self) -> int:
+        """Try again to remove each workspace whose save failed when it expired; returns how
+        many are gone now (the session sweep calls this)."""
+        removed = 0
+        for record in await self._store.workspaces():
+            if not await anyio.Path(self._expired_marker(record)).is_file():
+                continue
+            await self.remove(record.principal, record.context_id)
+            if await self._store.workspace(record.principal, record.context_id) is None:
+                removed += 1
+        return removed
+
+    def _expired_marker(self, record: WorkspaceRecord) -> Path:
+        # Beside the workspaces, not in one: the agent cannot make or remove a marker.
+        return self.config.root / ".expired" / slug(record.principal, record.context_id)
+
+    def _mark_expired(self, record: WorkspaceRecord) -> None:
+        marker = self._expired_marker(record)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ\n"))
 
     async def _save(self, workspace: Workspace) -> Path | None:
         tree = await self.snapshot(workspace)
@@ -372,7 +433,14 @@ class WorkspaceManager:
         # the patch then holds everything since the base.
         since = "HEAD" if self.config.keep_branches else workspace.record.base
         patch = await git(
-            *workspace.git_args, "diff", "--binary", "--no-color", "--no-ext-diff", since, tree
+            *workspace.git_args,
+            "diff",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            since,
+            tree,
         )
         if not patch:
             return None
@@ -386,56 +454,33 @@ class WorkspaceManager:
         return target
 
     async def _delete(self, workspace: Workspace) -> None:
+        """Delete what the daemon made, by the paths it recorded: the worktree's folder and
+        admin directory (never `git worktree remove`, which would look at the worktree's
+        `.git`), then its branch; or the copy and its git directory."""
         record = workspace.record
-        if record.git_dir is None:
-            repository = await toplevel(self.config.directory)
-            worktree = (
-                (await git("-C", record.path, "rev-parse", "--show-toplevel")).decode().strip()
-            )
-            if repository is not None:
-                await git("worktree", "remove", "--force", worktree, cwd=repository)
-                if not self.config.keep_branches:
-                    await git("branch", "-D", "-q", record.branch, cwd=repository)
+        if record.mode != "worktree":
+            await self._discard(workspace.top, workspace.git_dir)
             return
-        await self._discard(Path(record.path), Path(record.git_dir))
+        common = await anyio.to_thread.run_sync(common_of, workspace.git_dir)
+        await self._discard(workspace.top, workspace.git_dir)
+        if not self.config.keep_branches:
+            await git("--git-dir", str(common), "branch", "-D", "-q", record.branch)
 
     async def _discard(self, *paths: Path) -> None:
         for path in paths:
             await anyio.to_thread.run_sync(partial(shutil.rmtree, path, ignore_errors=True))
 
-    async def listing(self) -> list[tuple[WorkspaceRecord, int]]:
-        """Every workspace with its size in bytes (what `a2a-wrapper workspaces` prints)."""
+    async def listing(self) -> list[tuple[WorkspaceRecord, int, bool]]:
+        """Every workspace with its size in bytes and whether it expired but could not be
+        saved (kept, and retried): what `a2a-wrapper workspaces` prints."""
         return [
-            (r, await anyio.to_thread.run_sync(_size, Path(r.path)))
+            (
+                r,
+                await anyio.to_thread.run_sync(size, Path(r.path)),
+                await anyio.Path(self._expired_marker(r)).is_file(),
+            )
             for r in await self._store.workspaces()
         ]
-
-
-def _git_env(workspace: Workspace) -> dict[str, str]:
-    """`git apply` in the workspace folder: a copy's git directory is named by environment."""
-    record = workspace.record
-    if record.git_dir is None:
-        return {}
-    return {"GIT_DIR": record.git_dir, "GIT_WORK_TREE": record.path}
-
-
-def _through_link(root: Path, path: str) -> bool:
-    """Whether `path` (relative to `root`) passes through a symbolic link, or is one."""
-    current = root
-    for part in Path(path).parts:
-        current = current / part
-        if current.is_symlink():
-            return True
-    return False
-
-
-def _conflicting(stderr: str) -> list[str]:
-    names = []
-    for match in _CONFLICT.finditer(stderr):
-        name = next((g for g in match.groups() if g), None)
-        if name and name not in names:
-            names.append(name)
-    return names
 
 
 def _count(text: str) -> int | None:
@@ -452,14 +497,3 @@ def _disk_error(exc: OSError) -> WorkspaceError:
     return WorkspaceError(
         "The daemon could not make this context's workspace; the daemon log says why."
     )
-
-
-def _size(path: Path) -> int:
-    total = 0
-    for folder, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += (Path(folder) / name).lstat().st_size
-            except OSError:
-                continue
-    return total

@@ -37,12 +37,14 @@ def diagnose(config: WorkspaceConfig, max_concurrent_turns: int) -> tuple[Diagno
     return Diagnosis("workspace", True, where), warnings
 
 
-def table(rows: list[tuple[WorkspaceRecord, int]]) -> list[str]:
-    """One line per workspace: context, mode, branch, size, path (oldest first)."""
+def table(rows: list[tuple[WorkspaceRecord, int, bool]]) -> list[str]:
+    """One line per workspace: context, principal, mode, branch, size, created, state, path
+    (oldest first). STATE is `expired-unsaved` for one whose save failed when its session
+    expired: it is kept, and each session sweep tries again."""
     if not rows:
         return ["no workspaces"]
-    lines = ["CONTEXT\tPRINCIPAL\tMODE\tBRANCH\tSIZE\tCREATED\tPATH"]
-    for record, size in rows:
+    lines = ["CONTEXT\tPRINCIPAL\tMODE\tBRANCH\tSIZE\tCREATED\tSTATE\tPATH"]
+    for record, size, expired in rows:
         lines.append(
             "\t".join(
                 (
@@ -52,6 +54,7 @@ def table(rows: list[tuple[WorkspaceRecord, int]]) -> list[str]:
                     record.branch,
                     _size(size),
                     record.created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "expired-unsaved" if expired else "active",
                     record.path,
                 )
             )

@@ -89,6 +89,9 @@ class PostgresServer:
             capture_output=True,
         )
         self.port = free_port()
+        self._launch()
+
+    def _launch(self) -> None:
         log = self.root / "server.log"
         # The postmaster runs in the foreground of its own process, so its PID is ours to
         # stop; fsync off: a test server never needs to survive a power cut.
@@ -133,6 +136,18 @@ class PostgresServer:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"postgres did not start: {log.read_text()[-2000:]}")
+
+    def halt(self) -> None:
+        """Stop the postmaster (fast shutdown: every connection is cut), keeping its data
+        and port for `resume` (a database outage)."""
+        runner = self._runner
+        os.kill(self.pid or runner.pid, signal.SIGINT)
+        runner.wait(STOP_TIMEOUT)
+        self.pid = None
+
+    def resume(self) -> None:
+        """Start the postmaster again after `halt`, on the same port and data."""
+        self._launch()
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

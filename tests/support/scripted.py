@@ -14,6 +14,10 @@ The prompt says what to do, so tests read as conversations:
   `write: P=T` write line T to file P in the turn's directory (its workspace, else
               `options.root`)
   `write-block: P=T`  the same, then `block`   `read: P`  answer with file P's text
+  `sleep: S`  report progress, then answer after S seconds (a tick every 0.1 s)
+With the option `journal` (a file), each turn appends JSON lines to it: `start`, each `tick`
+of a sleep, `interrupt` (the daemon's call), and `end` (`how`: completed or stopped), each with
+the context, task, process id and wall-clock time (replicas that share the file).
 Anything else is echoed back. `running` counts the turns inside `run_turn` now, `most_at_once`
 the most there ever were.
 
@@ -26,6 +30,8 @@ backend object, so a test can hand the same backend to a second app to play a da
 from __future__ import annotations
 
 import json
+import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -116,11 +122,30 @@ class ScriptedBackend:
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
         self.running += 1
         self.most_at_once = max(self.most_at_once, self.running)
+        self._journal(turn, "start")
+        how = "stopped"
         try:
             async for event in self._turn(turn):
                 yield event
+            how = "completed"
         finally:
             self.running -= 1
+            self._journal(turn, "end", how=how)
+
+    def _journal(self, turn: Turn, event: str, **more: str) -> None:
+        journal = self.options.get("journal")
+        if not isinstance(journal, str):
+            return
+        line = {
+            "event": event,
+            "context": turn.context_id,
+            "task": turn.task_id,
+            "pid": os.getpid(),
+            "t": time.time(),
+            **more,
+        }
+        with Path(journal).open("a") as file:
+            file.write(json.dumps(line) + "\n")
 
     def _directory(self, turn: Turn) -> Path:
         return turn.cwd or Path(str(self.options.get("root", ".")))
@@ -138,8 +163,9 @@ class ScriptedBackend:
         match command:
             case "crash":
                 raise RuntimeError("backend exploded")
-            case "approve":
-                async for event in self._permission(turn, arg):
+            case "approve" | "sleep":
+                timed = self._sleep if command == "sleep" else self._permission
+                async for event in timed(turn, arg):
                     yield event
             case "history":
                 yield Text(" | ".join(earlier) if earlier else "(no history)")
@@ -188,6 +214,14 @@ class ScriptedBackend:
         yield ToolCall("call-1", tool, {"command": tool})
         yield Text(f"ran {tool}")
 
+    async def _sleep(self, turn: Turn, seconds: str) -> AsyncIterator[BackendEvent]:
+        yield Progress("sleeping")
+        ends = time.monotonic() + float(seconds)
+        while time.monotonic() < ends:
+            await anyio.sleep(0.1)
+            self._journal(turn, "tick")
+        yield Text("slept")
+
     def _open_session(self, turn: Turn) -> tuple[str, list[str]]:
         """The session this turn continues (or a new one), and its prompts before this turn.
         With the option `home` (a folder), each session is also a file there: daemons that
@@ -212,6 +246,7 @@ class ScriptedBackend:
 
     async def interrupt(self, turn: Turn) -> None:
         self.interrupted.append(turn.task_id)
+        self._journal(turn, "interrupt")
 
     async def drop_session(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)

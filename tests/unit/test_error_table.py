@@ -14,6 +14,7 @@ CASES = [
     (e.MethodNotAllowedError, -32601, -32601, 405, "UNIMPLEMENTED", "METHOD_NOT_FOUND"),
     (e.InvalidParamsError, -32602, -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
     (e.InternalError, -32603, -32603, 500, "INTERNAL", "INTERNAL_ERROR"),
+    (e.StorageUnavailableError, -32603, -32603, 503, "UNAVAILABLE", "STORAGE_UNAVAILABLE"),
     (e.TaskNotFoundError, -32001, -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
     (e.TaskUnreadableError, -32001, -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
     (e.TaskNotCancelableError, -32002, -32002, 409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"),

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from core.pg_db import PostgresDatabase
 from core.tasks.pg_store import PostgresTaskStore
 from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore, TaskQuery, TaskStore
+from core.tasks.store import InMemoryTaskStore, StaleWriteError, TaskQuery, TaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Artifact, Message, Part, Task, TaskStatus
@@ -134,6 +134,55 @@ async def test_save_replaces_the_previous_snapshot(store: TaskStore) -> None:
     assert loaded.status.state is TaskState.COMPLETED
     assert ids(page.tasks) == ["t-1"]
     assert page.total_size == 1
+
+
+async def test_a_terminal_task_never_changes(store: TaskStore) -> None:
+    """Issue 31, item 4: a late writer (a replica that lost its lease, a turn that ended
+    elsewhere) cannot overwrite a terminal task; the same snapshot again is harmless."""
+    failed = make_task("t-1", state=TaskState.FAILED, when=at(1))
+    await store.save(ALICE, make_task("t-1", state=TaskState.WORKING, when=at(0)))
+    await store.save(ALICE, failed)
+    await store.save(ALICE, failed)
+
+    for late in (TaskState.COMPLETED, TaskState.WORKING, TaskState.FAILED):
+        with pytest.raises(StaleWriteError):
+            await store.save(ALICE, make_task("t-1", state=late, when=at(2)))
+
+    assert await store.get(ALICE, "t-1") == failed
+
+
+async def test_postgres_a_replica_whose_lease_expired_writes_nothing(postgres_url: str) -> None:
+    """The fence: a task write is refused once the writer's lease has expired (checked by
+    the database in the same statement); the heartbeat's renewal fails too (a survivor may
+    have taken its contexts), and after `rejoin` it writes again."""
+    db = PostgresDatabase(postgres_url)
+    store = PostgresTaskStore(db)
+    doubts: list[bool] = []
+    db.on_doubt = lambda: doubts.append(True)
+    await store.open()
+    try:
+        await store.save(ALICE, make_task("t-1", state=TaskState.WORKING))
+        await db.execute(
+            "UPDATE replicas SET expires_at = now() - interval '1 second' WHERE id = $1",
+            db.replica_id,
+        )
+
+        with pytest.raises(StaleWriteError):
+            await store.save(ALICE, make_task("t-1", state=TaskState.COMPLETED, when=at(1)))
+        with pytest.raises(StaleWriteError):
+            await store.save(ALICE, make_task("t-2", state=TaskState.WORKING))
+        assert not await db.renew()
+        assert doubts == [True, True]
+        stored = await store.get(ALICE, "t-1")
+        assert stored is not None
+        assert stored.status.state is TaskState.WORKING
+        assert await store.get(ALICE, "t-2") is None
+
+        await db.rejoin()
+        await store.save(ALICE, make_task("t-2", state=TaskState.WORKING))
+        assert await store.get(ALICE, "t-2") is not None
+    finally:
+        await store.close()
 
 
 async def test_another_principal_cannot_see_the_task(store: TaskStore) -> None:
