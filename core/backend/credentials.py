@@ -1,9 +1,9 @@
 """What `a2a-wrapper check` says of an agent's recorded login: when it expires.
 
-Agents record their logins in files of their own (Claude Code's `.credentials.json`, Codex's
-`auth.json`, ...). A backend reads the expiry from its agent's file and reports it with
-`expiry_note`, so every backend says it the same way. Nothing here returns a secret: a token is
-read only for its expiry claim.
+Agents record their logins in files of their own (a credentials JSON file with an epoch
+expiry, an auth file holding a JWT access token, ...). A backend reads the expiry from its
+agent's file and reports it with `expiry_note`, so every backend says it the same way. Nothing
+here returns a secret: a token is read only for its expiry claim.
 """
 
 from __future__ import annotations
