@@ -90,6 +90,9 @@ class BackendTarget:
     restart case checks that the daemon reports a new session, and why, when it gets one."""
     lacks: frozenset[str] = frozenset()
     """The `CAPABILITIES` its agent does not have: it gets no case that needs one of them."""
+    unconfined: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which its shell may write anything in its working directory, `.git`
+    included (an agent run without its own sandbox: what the escape cases assume)."""
     credentials_fix: str = "a2a-wrapper check"
     """What the AUTH_REQUIRED status message tells the operator to do (a part of it)."""
     health_block: dict[str, Any] = field(default_factory=dict)
@@ -221,6 +224,8 @@ TARGETS: list[BackendTarget] = [
         # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
         marker_outside=True,
         check_question=_codex_question,
+        # Codex's sandbox keeps each writable root's .git read-only (with any bubblewrap).
+        unconfined={"sandbox": "danger-full-access", "dangerouslyAllowFullAccess": True},
         credentials_fix="codex login",
         # One retry: Codex reports the provider's delay when it retries.
         health_block={"config": {"model_providers": {"mock": {"request_max_retries": 1}}}},
