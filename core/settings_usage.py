@@ -7,7 +7,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from core.backend.config import Block
-from core.tasks.budgets import BudgetConfig, Limit
+from core.tasks.budget_tally import Limit
+from core.tasks.budgets import BudgetConfig
 
 
 class TurnBudgetSettings(Block):

@@ -32,7 +32,7 @@ from core.server.keys import (
     SETTINGS,
 )
 from core.server.push_sender import HttpPushSender
-from core.server.rest_common import Endpoint, rest_not_found
+from core.server.rest_common import Endpoint, rest_not_found, uri_too_long
 from core.server.storage import (
     Database,
     build_database,
@@ -154,7 +154,7 @@ def create_app(
         hooks=build_hooks(settings),
         push=push,
         turn_hooks=chain(budgets, workspace_hooks),
-        admission_check=budgets.refuse,
+        budget=budgets,
         message_check=workspace_hooks.refuse,
         observer=observers.turns,
         remote=remote,
@@ -226,15 +226,19 @@ async def _ready(request: web.Request) -> web.Response:
     return web.json_response(body, status=503)
 
 
+MAX_LOGGED_PATH = 200  # characters of a path a log line shows (a caller picks its length)
+
+
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Every log line of a request (and of the turns it starts) carries its request_id; one
-    line per request says how it ended (never its body: no prompts, no tokens)."""
+    line per request says how it ended (never its body: no prompts, no tokens). A URI too
+    long is answered 414 here, before anything else looks at the request."""
     started = time.perf_counter()
     status = 500
     with structlog.contextvars.bound_contextvars(request_id=os.urandom(6).hex()):
         try:
-            response = await handler(request)
+            response = uri_too_long(request) or await handler(request)
         except web.HTTPException as exc:
             status = exc.status
             raise
@@ -245,7 +249,7 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
             log.info(
                 "http.request",
                 method=request.method,
-                path=request.path,
+                path=request.path[:MAX_LOGGED_PATH],
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )

@@ -25,6 +25,9 @@ JSONRPC_PATHS = frozenset({"/a2a/jsonrpc", "/a2a/jsonrpc/", "/"})
 # The REST bindings: v1.0 under /a2a/rest, v0.3 under /v1.
 REST_PREFIXES = ("/a2a/rest/", "/v1/")
 Endpoint = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# The `method` of a request whose name the daemon does not know: a caller's made-up name never
+# becomes a label value (each would be a series of its own, kept for the process's life).
+OTHER = "other"
 
 
 @dataclass
@@ -53,7 +56,8 @@ def current() -> RequestFacts | None:
 
 
 def method(name: str, version: str, task_id: object = None) -> None:
-    """The binding knows which A2A method (and which task, if the params name one)."""
+    """The binding knows which A2A method (and which task, if the params name one); `name` is
+    one of the daemon's own method names, or `OTHER`."""
     facts = _FACTS.get()
     if facts is not None:
         facts.method, facts.version = name, version

@@ -22,8 +22,11 @@ from core.settings_server import parse_push_target
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+# 169.254.169.254: AWS, GCP, Azure, OCI and most others; fd00:ec2::254: AWS over IPv6;
+# 100.100.100.200: Alibaba Cloud (inside 100.64.0.0/10, which a wide entry may allow).
 METADATA_ADDRESSES = frozenset(
-    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+    ipaddress.ip_address(address)
+    for address in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
 )
 
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")

@@ -16,6 +16,7 @@ from core.server.app import create_app
 from core.server.connections import ConnectionLimits, GuardedSite
 from core.server.keys import CARD
 from core.server.ratelog import LogSummary
+from core.server.rest_common import MAX_REQUEST_LINE
 from core.server.storage import check_storage
 from core.settings import Settings
 from core.settings_server import ServerSettings
@@ -99,6 +100,7 @@ async def _serve(
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         keepalive_timeout=settings.server.keep_alive_timeout / 1000,
         logger=summary.logger("a2a_wrapper.http"),
+        max_line_size=MAX_REQUEST_LINE,
     )
     await runner.setup()
     try:

@@ -8,6 +8,7 @@ terminal tasks are immutable; a message answering a paused turn's approval resum
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from core.tasks.approvals import answer_of
 from core.tasks.engine_config import Limits
@@ -27,14 +28,31 @@ from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
 SHUTTING_DOWN = "The daemon is shutting down; send this again later"
 
-# Raises (a DaemonError) when a turn of (principal, contextId) may not start: a spent budget.
-AdmissionCheck = Callable[[str, str], None]
 # Raises (a DaemonError) when a message's content is refused: a malformed patch.
 MessageCheck = Callable[[Message], None]
 
 
-def _no_check(principal: str, context_id: str) -> None:
-    return None
+class TurnBudget(Protocol):
+    """What admission reserves for a turn (the budgets: core/tasks/budgets.py)."""
+
+    def reserve(self, principal: str, context_id: str, task_id: str) -> None:
+        """Check and hold in one synchronous step; raise (a DaemonError) to refuse."""
+        ...
+
+    def unreserve(self, task_id: str) -> None:
+        """Give back what the turn of `task_id` still holds (it never ran, or it ended)."""
+        ...
+
+
+class _NoBudget:
+    def reserve(self, principal: str, context_id: str, task_id: str) -> None:
+        return None
+
+    def unreserve(self, task_id: str) -> None:
+        return None
+
+
+NO_BUDGET: TurnBudget = _NoBudget()
 
 
 def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
@@ -54,11 +72,11 @@ class Admission:
         push: PushDispatcher | None,
         push_configs: PushConfigs,
         draining: Callable[[], bool],
-        check: AdmissionCheck | None = None,
+        budget: TurnBudget = NO_BUDGET,
         message_check: MessageCheck | None = None,
     ) -> None:
         self._limits = limits
-        self._check = check or _no_check
+        self.budget = budget
         self._message_check = message_check
         self._live = live
         self._queries = queries
@@ -93,8 +111,10 @@ class Admission:
     async def admit(
         self, principal: str, request: SendMessageRequest, version: PushVersion
     ) -> tuple[TaskRun, Lane]:
-        """Validate, take a place in the context's lane and a turn slot, then persist the
-        SUBMITTED task (and the inline push config, before any event of the task exists).
+        """Validate, reserve what the turn may spend (the budgets), take a place in the
+        context's lane and a turn slot, then persist the SUBMITTED task (and the inline push
+        config, before any event of the task exists). The scheduler gives the reservation back
+        when the turn is over, whether it ran or not.
 
         Everything between the checks and the run's admission is synchronous, so two
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
@@ -117,44 +137,57 @@ class Admission:
                 "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
             )
             await self._push_configs.vet(inline, field)
-        if message.task_id:
-            task = await self._queries.load(principal, message.task_id)
-            self._check(principal, task.context_id)
-            run = self._continuable(principal, task, message)
-            user = message.model_copy(update={"context_id": task.context_id})
-        else:
-            context_id = message.context_id or new_id()
-            self._check(principal, context_id)
-            task_id = new_id()
-            user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
-            task = Task(
-                id=task_id,
-                context_id=context_id,
-                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
-            )
-            run = self._live.new(principal, task, new_context=message.context_id is None)
+        run, user = await self._reserved_run(principal, message)
+        task_id = run.task.id
         context_id = run.task.context_id
-        lane = self.lanes.reserve(principal, context_id)
+        try:
+            lane = self.lanes.reserve(principal, context_id)
+        except BaseException:
+            self.budget.unreserve(task_id)
+            raise
         try:
             self.slots.admit()
         except BaseException:
             self.lanes.leave(principal, context_id, lane)
+            self.budget.unreserve(task_id)
             raise
         self._live.hold(run)
         try:
             await run.admit(user)
             if inline is not None and self._push is not None:
-                task_id = run.task.id
                 config = inline.model_copy(update={"task_id": task_id, "id": inline.id or task_id})
                 await self._push.put(StoredConfig(principal, version, config))
         except BaseException:
             self.lanes.leave(principal, context_id, lane)
             self.slots.withdraw()
+            self.budget.unreserve(task_id)
             if run.in_flight:
                 run.finish()
             self._live.release(run)
             raise
         return run, lane
+
+    async def _reserved_run(self, principal: str, message: Message) -> tuple[TaskRun, Message]:
+        """The run the message starts a turn of (its task continued, or a new one) and the
+        user message as stored, with what the turn may spend reserved; nothing after the
+        reservation awaits, so no other admission runs between the check and the hold."""
+        if message.task_id:
+            task = await self._queries.load(principal, message.task_id)
+            # Only once the task may continue: a turn of it still in flight keeps its own
+            # reservation (reservations are by task).
+            run = self._continuable(principal, task, message)
+            self.budget.reserve(principal, task.context_id, task.id)
+            return run, message.model_copy(update={"context_id": task.context_id})
+        context_id = message.context_id or new_id()
+        task_id = new_id()
+        self.budget.reserve(principal, context_id, task_id)
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
+        )
+        run = self._live.new(principal, task, new_context=message.context_id is None)
+        return run, message.model_copy(update={"context_id": context_id, "task_id": task_id})
 
     def _continuable(self, principal: str, task: Task, message: Message) -> TaskRun:
         state = task.status.state

@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from core.tasks.gate import Gate
-from core.wire.errors import InvalidParamsError, UnsupportedOperationError
+from core.wire.errors import BusyError, InvalidParamsError
 from core.wire.models import Message
 
 
-class TooManyTurnsError(UnsupportedOperationError):
+class TooManyTurnsError(BusyError):
     default_message = "Too many turns are waiting in this daemon; retry later"
 
 

@@ -46,6 +46,7 @@ class Scheduler:
         self._observer = observer
         self._lanes = admission.lanes
         self._slots = admission.slots
+        self._budget = admission.budget
         self._live = live
         self._timeouts = timeouts
         self._approvals = approvals
@@ -94,6 +95,9 @@ class Scheduler:
         finally:
             if waiting:
                 self._slots.withdraw()
+            # A turn that never ran (cancelled while queued, refused by a hook) holds its
+            # budget reservation until now; one that ran gave it back as it ended.
+            self._budget.unreserve(run.task.id)
             self._observer.ended(run, started=not waiting)
             run.finish()
             self._live.release(run)

@@ -17,7 +17,7 @@ from core.backend import Backend
 from core.sessions.manager import SessionManager
 from core.sessions.store import InMemorySessionStore
 from core.tasks import readiness
-from core.tasks.admission import Admission, AdmissionCheck, MessageCheck
+from core.tasks.admission import NO_BUDGET, Admission, MessageCheck, TurnBudget
 from core.tasks.engine_config import EngineConfig
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.lifecycle import Lifecycle
@@ -74,15 +74,16 @@ class TaskService:
         hooks: Hooks = NO_HOOKS,
         turn_hooks: TurnHooks = NO_TURN_HOOKS,
         push: PushDispatcher | None = None,
-        admission_check: AdmissionCheck | None = None,
+        budget: TurnBudget = NO_BUDGET,
         message_check: MessageCheck | None = None,
         observer: TurnObserver = NO_OBSERVER,
         remote: RemoteTasks = NO_REMOTE,
     ) -> None:
-        """`admission_check` may refuse a message before anything is stored (budgets), as
-        may `message_check` for its content (a malformed patch); `observer` watches every
-        turn (metrics, traces); `remote`: the other replicas (their tasks can be watched and
-        cancelled from here, and this one's events reach them)."""
+        """`budget` reserves what a turn may spend as it is admitted (or refuses it before
+        anything is stored), `message_check` may refuse a message for its content (a
+        malformed patch); `observer` watches every turn (metrics, traces); `remote`: the
+        other replicas (their tasks can be watched and cancelled from here, and this one's
+        events reach them)."""
         config = config or EngineConfig()
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -126,7 +127,7 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
-            check=admission_check,
+            budget=budget,
             message_check=message_check,
         )
         self._scheduler = Scheduler(

@@ -31,6 +31,7 @@ from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.latch import Latch
 from core.queued import Queued
 from core.tasks.broker import Subscription, TaskBroker
+from core.tasks.content import joined_text
 from core.tasks.hooks import NO_HOOKS, Hooks
 from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
 from core.tasks.store import TaskStore
@@ -472,10 +473,10 @@ class TaskRun:
             None,
         )
         if update.append and existing is not None:
-            merged = artifacts[existing]
-            artifacts[existing] = merged.model_copy(
-                update={"parts": [*merged.parts, *update.artifact.parts]}
-            )
+            # The stream carries each chunk; the stored task holds the text whole at the end.
+            parts = [*artifacts[existing].parts, *update.artifact.parts]
+            parts = joined_text(parts) if update.last_chunk else parts
+            artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
         elif existing is not None:
             artifacts[existing] = update.artifact
         else:
