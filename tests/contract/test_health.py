@@ -78,10 +78,14 @@ def test_a_rate_limit_fails_with_its_kind_and_when_to_retry(agent: Agent, model:
 
 
 @pytest.mark.needs("quota")
+@pytest.mark.timeout(240)
 def test_a_used_up_quota_fails_with_its_kind(agent: Agent, model: MockModel) -> None:
     model.script([out_of_quota()])
 
-    task = agent.send("This account has no quota left.", context())
+    # Some agents retry it with a backoff of their own first (Copilot CLI: 5 times, about a
+    # minute): followed, not awaited in one call.
+    sent = agent.send("This account has no quota left.", context(), returnImmediately=True)
+    task = agent.until_done(sent["id"], timeout=200)
 
     assert state(task) == FAILED, task
     assert wrapper(task)["error"]["kind"] == "quota", wrapper(task)
