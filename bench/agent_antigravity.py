@@ -28,7 +28,7 @@ from google.antigravity.hooks import policy
 from bench.agent_common import DaemonApp, row, serve_chat_mock
 from core import logs
 from core.settings import load
-from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
+from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 
 Timings = dict[str, list[float]]
 

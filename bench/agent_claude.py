@@ -35,9 +35,9 @@ from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
 from core.backend import BackendEvent, Diagnosis, Health, Turn
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
-from tests.support.mock_models.anthropic import AnthropicMock
+from harness.mock_models.anthropic import AnthropicMock
 from wrappers.claude import ClaudeBackend, options
 from wrappers.claude.config import ClaudeConfig
 

@@ -1,7 +1,7 @@
 """Latency of Codex turns through the daemon vs. driven directly with the openai-codex SDK.
 
 Both paths run the same codex binary (openai-codex-cli-bin) against the same mock model
-(tests/support/mock_models) on 127.0.0.1, with the same provider settings, so the difference is
+(harness/mock_models) on 127.0.0.1, with the same provider settings, so the difference is
 the daemon's own overhead (HTTP, JSON-RPC, task store, sessions, event mapping). A benchmark,
 not a test: nothing here asserts timings.
 
@@ -31,15 +31,10 @@ import anyio
 from aiohttp import web
 
 from core import logs
-from core.server.app import create_app
-from tests.backends.codex.support import (
-    MOCK_KEY_VARIABLE,
-    MODEL,
-    codex_block,
-    codex_settings,
-    provider,
-)
-from tests.support.mock_models.openai_responses import ResponsesMock
+from core.daemon import create_app
+from core.settings import Settings, load
+from harness.codex import MOCK_KEY_VARIABLE, MODEL, codex_block, provider
+from harness.mock_models.openai_responses import ResponsesMock
 
 V1 = {"A2A-Version": "1.0"}
 Samples = dict[str, list[float]]
@@ -50,6 +45,18 @@ async def timed(samples: Samples, name: str, op: Callable[..., Awaitable[Any]], 
     result = await op(*args)
     samples.setdefault(name, []).append(time.perf_counter() - started)
     return result
+
+
+def codex_settings(mock: ResponsesMock, root: Path) -> Settings:
+    """Daemon settings serving the real Codex backend against the mock, tasks in SQLite."""
+    card = {"name": "bench", "description": "codex", "skills": []}
+    overrides = {
+        "backend": "codex",
+        "storage": {"kind": "sqlite", "path": str(root / "tasks.sqlite3")},
+        "agentCard": card,
+        "codex": codex_block(mock.base_url, root),
+    }
+    return load(None, overrides=overrides, environ={})
 
 
 class Daemon:

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_chat import OpenAIChatMock
 
 V1 = {"A2A-Version": "1.0"}
 

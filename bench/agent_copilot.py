@@ -29,9 +29,9 @@ from aiohttp import web
 from copilot import CopilotClient, PermissionHandler, RuntimeConnection
 
 from core import logs
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import load
-from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
+from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED_CLI = REPO / ".tools/node_modules/@github/copilot-linux-x64/copilot"

@@ -36,10 +36,10 @@ import aiohttp
 from aiohttp import web
 
 from core.backend import SessionBound, TextContent, Turn
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import load
-from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.opencode import TEST_ENV, provider_config
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.launch import build_launch, find_binary

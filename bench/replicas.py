@@ -6,7 +6,7 @@ and the cross-replica event latency: a backend event on the replica that runs th
 SubscribeToTask client on another replica parsing the SSE event that carries it (the events go
 through the database: appended, NOTIFYed, read by the watcher's replica).
 
-The PostgreSQL server is the tests' own (tests/support/postgres.py): initdb in a temp
+The PostgreSQL server is the tests' own (harness/postgres.py): initdb in a temp
 directory, fsync off, so this measures the engine, not a disk.
 """
 
@@ -25,7 +25,7 @@ import aiohttp
 from bench import proc
 from bench.load import HEADERS, delay_summary, stamp_delays
 from bench.protocol import check_answer, instant_config
-from tests.support.postgres import fresh_database, running_server
+from harness.postgres import fresh_database, running_server
 
 TOTAL_CONCURRENCY = 16
 

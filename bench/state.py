@@ -67,8 +67,8 @@ def _task_body(task_id: str, context_id: str, when: str) -> str:
 async def build(path: Path, n: int) -> None:
     """Create the schema through the real stores, then insert `n` completed tasks and `n`
     sessions, all created two days ago (so a one-day ttl or retention expires every one)."""
-    from core.sessions.sqlite_store import SqliteSessionStore  # noqa: PLC0415 - lazy: CLI entry
-    from core.tasks.sqlite_store import SqliteTaskStore  # noqa: PLC0415 - as above
+    from core.storage.sqlite.sessions import SqliteSessionStore  # noqa: PLC0415 - lazy: CLI entry
+    from core.storage.sqlite.tasks import SqliteTaskStore  # noqa: PLC0415 - as above
 
     for store in (SqliteTaskStore(path), SqliteSessionStore(path)):
         await store.open()
@@ -133,8 +133,8 @@ async def timed(fn: Callable[[], Awaitable[T]]) -> tuple[T, float, float]:
 async def inproc(path: Path, n: int, lookups: int) -> dict[str, Any]:
     from core import logs  # noqa: PLC0415 - lazy: CLI entry
     from core.sessions.manager import SessionManager  # noqa: PLC0415 - as above
-    from core.sessions.sqlite_store import SqliteSessionStore  # noqa: PLC0415 - as above
-    from core.tasks.sqlite_store import SqliteTaskStore  # noqa: PLC0415 - as above
+    from core.storage.sqlite.sessions import SqliteSessionStore  # noqa: PLC0415 - as above
+    from core.storage.sqlite.tasks import SqliteTaskStore  # noqa: PLC0415 - as above
 
     logs.configure("info")  # as the daemon: JSON lines on stderr (a file here)
     tasks, sessions = SqliteTaskStore(path), SqliteSessionStore(path)

@@ -1,7 +1,7 @@
 """Agent turns: each real backend through the daemon vs the same turn driven directly.
 
 For every backend whose wrapper (`wrappers.<name>`) is merged and has a `Target` here, this
-series measures, against the project's mock model server (tests/support/mock_models/):
+series measures, against the project's mock model server (harness/mock_models/):
 
 - through the daemon: the first turn of a new context, a follow-up on the same context with
   the daemon (and the agent process it keeps) still running (warm), and a follow-up after the

@@ -14,18 +14,19 @@ from typing import Any
 import structlog
 
 from core import logs, registry
+from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
+from core.client import commands as client_commands
+from core.daemon import build_hooks, check_storage, serve
+from core.engine.policy import HookLoadError
+from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
 from core.instance.lock import StorageLockError
-from core.pg_schema import migrate_database
-from core.server.app import build_hooks
-from core.server.card import CardProvider
-from core.server.serve import serve
-from core.server.storage import build_database, build_session_store, check_storage
 from core.settings import ConfigError, Settings, json_schema, load
-from core.settings_server import MIN_TOKEN_LENGTH
-from core.tasks.hooks import HookLoadError
-from core.tasks.startup import ListenError, StartupError, StorageStartError, one_line
+from core.settings.sections import workspace_config
+from core.settings.server import MIN_TOKEN_LENGTH
+from core.storage.kinds import storage_for
+from core.storage.postgres.schema import migrate_database
 from core.wire import signing
 from core.workspaces import report as workspace_report
 from core.workspaces.manager import WorkspaceManager
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         "workspaces", help="list the workspaces (worktrees, copies) of a config's daemon"
     )
     workspaces.add_argument("config", type=Path)
+    client_commands.register(commands)
     return parser
 
 
@@ -121,16 +123,16 @@ def _common_checks(settings: Settings) -> list[Diagnosis]:
     )
     checks.append(Diagnosis("budget", ok=True, detail=settings.budget.summary()))
     checks.append(
-        workspace_report.diagnose(
-            settings.workspace_config(), settings.server.max_concurrent_turns
-        )[0]
+        workspace_report.diagnose(workspace_config(settings), settings.server.max_concurrent_turns)[
+            0
+        ]
     )
     return checks
 
 
 def _workspace_warnings(settings: Settings) -> list[str]:
     return workspace_report.diagnose(
-        settings.workspace_config(), settings.server.max_concurrent_turns
+        workspace_config(settings), settings.server.max_concurrent_turns
     )[1]
 
 
@@ -151,10 +153,10 @@ def _workspaces(path: Path) -> int:
         return exc.exit_code
 
     async def listing() -> list[str]:
-        store = build_session_store(build_database(settings))
+        store = storage_for(settings).sessions
         await store.open()
         try:
-            rows = await WorkspaceManager(settings.workspace_config(), store).listing()
+            rows = await WorkspaceManager(workspace_config(settings), store).listing()
         finally:
             await store.close()
         return workspace_report.table(rows)
@@ -233,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     # directory; before the config is read, since reading it loads the backend's spec.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if args.command in client_commands.NAMES:
+        return client_commands.main(args)
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0

@@ -11,12 +11,12 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import procfs
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
-from core.tasks.store import InMemoryTaskStore, TaskStore
+from core.storage.tasks import InMemoryTaskStore, TaskStore
+from harness.postgres import PostgresServer, fresh_database, running_server
 from tests.support.daemon import Daemons, MakeDaemon
 from tests.support.orphans import still_running
-from tests.support.postgres import PostgresServer, fresh_database, running_server
 from tests.support.scripted import ScriptedBackend
 
 Client = TestClient[Any, Any]
@@ -113,7 +113,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    """One real PostgreSQL server for the whole session (tests/support/postgres.py); each test
+    """One real PostgreSQL server for the whole session (harness/postgres.py); each test
     takes a database of its own from `postgres_url`."""
     with running_server() as server:
         yield server

@@ -19,9 +19,9 @@ import aiohttp
 import anyio
 import pytest
 
-from core.tasks.engine_config import EngineConfig, Timeouts
-from core.tasks.service import TaskService
-from core.tasks.store import InMemoryTaskStore
+from core.engine.config import EngineConfig, Timeouts
+from core.engine.service import TaskService
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,

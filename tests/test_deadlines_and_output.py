@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.server.keys import SERVICE
+from core.bindings.http.keys import SERVICE
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend
 from tests.support.wire import V1, call, rpc, sse_events, user_message

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from core.backend import BackendEvent, Health, NeedsInput, Text, Turn
-from core.server.keys import SERVICE
-from core.tasks.store import InMemoryTaskStore
+from core.bindings.http.keys import SERVICE
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import UnsupportedOperationError
 from core.wire.models import Message, Part, SendMessageRequest, Task, TaskStatus

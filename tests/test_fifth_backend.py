@@ -18,6 +18,8 @@ import pytest
 
 from core import registry
 from core.settings import ConfigError, load
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Say, Upstream
 from tests.contract.agent import Agent, answer, context, state, status_text
 from tests.contract.targets import Places
 from tests.support import pytest_run
@@ -25,8 +27,6 @@ from tests.support.daemon import REPO, Daemon, Daemons, MakeDaemon
 from tests.support.errors import SECRET
 from tests.support.fifth_backend import FifthConfig
 from tests.support.fifth_backend.contract import TARGET
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Say, Upstream
 
 ENTRY_POINTS = """\
 [a2a_wrapper.backends]

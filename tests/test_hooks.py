@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from core.server.app import create_app
-from core.tasks.hooks import HookLoadError
+from core.daemon import create_app
+from core.engine.policy import HookLoadError
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.hooks import SENSITIVE
 from tests.support.scripted import ScriptedBackend
@@ -77,7 +77,8 @@ async def test_after_event_may_drop_tool_calls(make_client: MakeClient) -> None:
 
     events = [data["result"] for _, data in await sse_events(response)]
 
-    assert "Running tool" not in str(events)
+    assert "Running `ls`" not in str(events)
+    assert "a2a-wrapper/progress" not in str(events)
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 

@@ -21,19 +21,19 @@ import httpx
 import pytest
 
 from core.backend import procfs
+from harness.codex import codex_block
+from harness.mock_models import openai_responses
+from harness.mock_models.anthropic import AnthropicMock, ToolUse
+from harness.mock_models.anthropic import Reply as AnthropicReply
+from harness.mock_models.gemini import GeminiMock
+from harness.mock_models.openai_chat import MODEL as CHAT_MODEL
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.steps import Shell
+from harness.opencode import TEST_ENV, provider_config
 from tests.backends.acp import support as acp_support
-from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
-from tests.backends.opencode.support import TEST_ENV, provider_config
 from tests.support.daemon import Daemon, Daemons
-from tests.support.mock_models import openai_responses
-from tests.support.mock_models.anthropic import AnthropicMock, ToolUse
-from tests.support.mock_models.anthropic import Reply as AnthropicReply
-from tests.support.mock_models.gemini import GeminiMock
-from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
-from tests.support.mock_models.openai_chat import OpenAIChatMock
-from tests.support.mock_models.steps import Shell
 from tests.support.orphans import (
     await_instance_gone,
     await_logged,

@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.pg_db import PostgresDatabase
-from core.pg_schema import SchemaTooNewError
-from core.server.app import create_app
+from core.daemon import create_app
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.schema import SchemaTooNewError
 from tests.conftest import make_settings
 from tests.support.polling import until
 from tests.support.scripted import ScriptedBackend

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.metrics import scrape, value

@@ -18,11 +18,11 @@ import asyncpg
 import httpx
 import pytest
 
-from core.pg_schema import LATEST, MIGRATIONS
+from core.storage.postgres.schema import LATEST, MIGRATIONS
+from harness.postgres import PostgresServer, free_port
 from tests.support.daemon import EXE, Daemon, MakeDaemon
 from tests.support.orphans import alive, await_file, await_logged, logged
 from tests.support.polling import until
-from tests.support.postgres import PostgresServer, free_port
 from tests.support.webhook import Webhook, serve_webhook
 
 V1 = {"A2A-Version": "1.0"}

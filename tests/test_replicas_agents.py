@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import ModelRequest, Say
 from tests.contract.agent import answer, state, wrapper
 from tests.contract.targets import TARGETS, BackendTarget, Places
 from tests.support.daemon import Daemons
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import ModelRequest, Say
 from tests.test_replicas import CLUSTER, V1
 
 REPLICATED = [t for t in TARGETS if t.name in ("claude", "codex")]

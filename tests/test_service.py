@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import anyio
 import pytest
 
-from core.tasks.engine_config import EngineConfig, Limits
-from core.tasks.lanes import LaneFullError
-from core.tasks.service import TaskService
-from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore
+from core.engine.config import EngineConfig, Limits
+from core.engine.lanes import LaneFullError
+from core.engine.service import TaskService
+from core.storage.sqlite.tasks import SqliteTaskStore
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.errors import UnsupportedOperationError
 from core.wire.models import (
     ListTasksRequest,
@@ -75,3 +76,11 @@ async def test_concurrent_follow_ups_continue_a_task_once(
         assert sorted(outcomes) == ["accepted", "refused"]
         await backend.entered(asked.id).wait()
         backend.release(asked.id)
+
+
+def test_the_service_takes_at_most_seven_arguments() -> None:
+    """What extends the engine comes as one `Plugins`, not as a keyword argument each."""
+    parameters = list(inspect.signature(TaskService.__init__).parameters)
+
+    assert parameters[0] == "self"
+    assert len(parameters) - 1 <= 7, parameters

@@ -14,13 +14,13 @@ from typing import Any
 import anyio
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
-from core.server.keys import SERVICE
+from core.bindings.http.keys import SERVICE
+from core.daemon import create_app
+from core.engine.service import TaskService
 from core.sessions.manager import SessionManager
-from core.sessions.store import InMemorySessionStore, SessionRecord
 from core.settings import Settings
-from core.tasks.service import TaskService
-from core.tasks.store import InMemoryTaskStore
+from core.storage.sessions import InMemorySessionStore, SessionRecord
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.models import Message, Part, SendMessageRequest, Task
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend

@@ -15,8 +15,8 @@ import httpx
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.rpc import error_details_pb2, status_pb2
 
+from harness.postgres import running_server
 from tests.support.daemon import Daemon, MakeDaemon
-from tests.support.postgres import running_server
 
 V1 = {"A2A-Version": "1.0"}
 REASON = "STORAGE_UNAVAILABLE"

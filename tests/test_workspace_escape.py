@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 import pytest
 
-from core.server.keys import SERVICE
-from core.sessions.store import InMemorySessionStore
+from core.bindings.http.keys import SERVICE
+from core.storage.sessions import InMemorySessionStore
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.naming import slug

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from core.server.keys import SERVICE
+from core.bindings.http.keys import SERVICE
 from tests.conftest import MakeClient
 from tests.support.git_repo import git, make_repository
 from tests.support.hostile_git import HostileBackend

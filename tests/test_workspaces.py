@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
+from core.bindings.http.keys import SERVICE
 from core.cli import main
-from core.server.keys import SERVICE
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.git_repo import git, make_repository
 from tests.support.polling import until

@@ -25,6 +25,7 @@ import structlog
 
 from core.backend import procfs
 from core.backend.process import recording, spawn_in_progress, wait_exited
+from core.engine.startup import StorageStartError, failing_as
 from core.instance.lock import storage_lock
 from core.instance.records import (
     InMemoryInstanceRecords,
@@ -33,7 +34,6 @@ from core.instance.records import (
     Recorded,
     SqliteInstanceRecords,
 )
-from core.tasks.startup import StorageStartError, failing_as
 
 log = structlog.get_logger(__name__)
 
@@ -182,7 +182,7 @@ async def guarded(storage: Path | None) -> AsyncIterator[Guard]:
         records: InstanceRecords = (
             SqliteInstanceRecords(storage) if storage is not None else InMemoryInstanceRecords()
         )
-        # The storage file was checked (core/server/storage.py); what it still cannot do
+        # The storage file was checked (core/storage/kinds.py); what it still cannot do
         # (a damaged page) is one line and the storage exit code, not a traceback.
         with failing_as(StorageStartError):
             await records.open()

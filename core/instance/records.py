@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from core.sqlite_db import SqliteDatabase
+from core.storage.sqlite.database import SqliteDatabase
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS daemon_instances (

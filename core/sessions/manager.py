@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from core.queued import Queued, done
 from core.sessions.policy import expiry_cutoff, is_expired
-from core.sessions.store import SessionRecord, SessionStore
+from core.storage.queued import Queued, done
+from core.storage.sessions import SessionRecord, SessionStore
 
 log = structlog.get_logger(__name__)
 
@@ -143,7 +143,7 @@ class SessionManager:
 
     def count_turn(self, lease: Lease) -> Queued[None]:
         """Count the lease's turn on its session's mapping (once), queued when called
-        (core/queued.py): the turn's final task write is queued beside it, so the two share
+        (core/storage/queued.py): the turn's final task write is queued beside it, so the two share
         a transaction."""
         counted, lease.counted = lease.counted, True
         if counted or not lease.persist or lease.session_id is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from core.sessions.store import SessionRecord
+from core.storage.sessions import SessionRecord
 
 
 def is_expired(record: SessionRecord, now: datetime, ttl: timedelta | None) -> bool:

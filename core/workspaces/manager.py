@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 import structlog
 
-from core.sessions.store import SessionStore, WorkspaceRecord
+from core.storage.sessions import SessionStore, WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
 from core.workspaces.naming import BRANCH_MAX, branch_slug, slug

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 
 from core import logs
-from core.server.serve import serve
+from core.daemon import serve
 from core.settings import ConfigError, load
 from examples.crew.agent import serve_overrides
 from examples.crew.changes import ApplyError, apply_patch, job_patch

@@ -1,4 +1,4 @@
-"""The demo's model side: the project's mock model servers (tests/support/mock_models), started
+"""The demo's model side: the project's mock model servers (harness/mock_models), started
 in the demo's own event loop so real agent CLIs can run without an API key.
 
 Each mock is an aiohttp server on 127.0.0.1, port 0, with its own way to start and to script
@@ -44,12 +44,12 @@ class MockModel:
         raise MockModelError(f"mock {self.kind}: no url on {type(self._server).__name__}")
 
     def play(self, turns: Sequence[Sequence[Mapping[str, str]]]) -> None:
-        """Script whole agent turns, in order, as neutral steps (tests/support/mock_models/
+        """Script whole agent turns, in order, as neutral steps (harness/mock_models/
         steps.py), each rendered in the mock's own wire format: `{"shell": CMD}` calls the
         agent's shell tool (the agent really runs CMD in its directory), `{"write": PATH,
         "content": TEXT}` its file tool, `{"say": TEXT}` answers. A turn ends with the mock's
         own answer (or the pytest verdict, see `judge_pytest`) once its steps are used up."""
-        steps = importlib.import_module("tests.support.mock_models.steps")
+        steps = importlib.import_module("harness.mock_models.steps")
         made = []
         for turn in turns:
             made.append([_step(steps, item) for item in turn])
@@ -118,9 +118,9 @@ def _literal(text: str) -> str:
 
 # kind -> (module, how the server is started)
 MOCKS = {
-    "anthropic": ("tests.support.mock_models.anthropic", "AnthropicMock"),
-    "openai-responses": ("tests.support.mock_models.openai_responses", "ResponsesMock"),
-    "openai-chat": ("tests.support.mock_models.openai_chat", "OpenAIChatMock"),
+    "anthropic": ("harness.mock_models.anthropic", "AnthropicMock"),
+    "openai-responses": ("harness.mock_models.openai_responses", "ResponsesMock"),
+    "openai-chat": ("harness.mock_models.openai_chat", "OpenAIChatMock"),
 }
 
 

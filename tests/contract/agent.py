@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 
 from core.backend import procfs
+from harness.mock_models.model import MockModel
 from tests.contract.targets import BackendTarget, Places
 from tests.support.daemon import Daemon, Daemons
-from tests.support.mock_models.model import MockModel
 from tests.support.orphans import logged, of_instance
 
 Task = dict[str, Any]

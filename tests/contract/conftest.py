@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from harness.mock_models.model import MockModel
 from tests.contract.agent import Agent
 from tests.contract.targets import BackendTarget, Places, targets_for
 from tests.support.daemon import Daemons
-from tests.support.mock_models.model import MockModel
 
 Serve = Callable[..., Agent]
 # A developer's own agent settings must not leak into the daemons under test.

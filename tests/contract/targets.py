@@ -24,13 +24,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from harness.codex import codex_block
+from harness.mock_models.model import MockKind
+from harness.mock_models.openai_chat import MODEL as CHAT_MODEL
+from harness.opencode import TEST_ENV, provider_config
 from tests.backends.acp import support as acp
-from tests.backends.codex.support import codex_block
 from tests.backends.copilot.conftest import API_KEY as COPILOT_KEY
 from tests.backends.copilot.conftest import BUNDLED_CLI as COPILOT_CLI
-from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.mock_models.model import MockKind
-from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
 from wrappers.claude import options as claude_options
 from wrappers.opencode.launch import find_binary
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Shell
 from tests.contract.agent import (
     Agent,
     Task,
@@ -20,8 +22,6 @@ from tests.contract.agent import (
 )
 from tests.contract.conftest import Serve
 from tests.contract.targets import ESCALATION, BackendTarget
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Shell
 
 COMPLETED = "TASK_STATE_COMPLETED"
 INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"

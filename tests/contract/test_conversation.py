@@ -10,6 +10,8 @@ import json
 import pytest
 
 from core.backend import procfs
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Hang, Say, Shell, Upstream
 from tests.contract.agent import (
     Agent,
     answer,
@@ -22,8 +24,6 @@ from tests.contract.agent import (
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.errors import SECRET
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Hang, Say, Shell, Upstream
 from tests.support.orphans import await_gone, cmdline
 
 COMPLETED = "TASK_STATE_COMPLETED"

@@ -2,7 +2,7 @@
 AUTH_REQUIRED with the fix on the daemon's host, and once the key is good again the context's
 next message continues the same session; a rate limit and a used-up quota fail the task with
 their kind (and when to retry); a session the agent lost is reported as a reset, never hidden.
-The mocks refuse as the real providers do (tests/support/mock_models/refusals.py)."""
+The mocks refuse as the real providers do (harness/mock_models/refusals.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Say, out_of_quota, rate_limited, refused_key
 from tests.contract.agent import Agent, context, state, status_text, wrapper
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Say, out_of_quota, rate_limited, refused_key
 
 COMPLETED = "TASK_STATE_COMPLETED"
 FAILED = "TASK_STATE_FAILED"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Hang, Say
 from tests.contract.agent import Agent, context, state, status_text
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Hang, Say
 
 FAILED = "TASK_STATE_FAILED"
 

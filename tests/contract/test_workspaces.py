@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Shell
 from tests.contract.agent import Agent, context, state, status_text, wrapper
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.git_repo import git, make_repository
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Shell
 
 pytestmark = pytest.mark.needs("shell")
 

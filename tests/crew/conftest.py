@@ -16,8 +16,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from core.server.app import create_app
-from core.tasks.store import InMemoryTaskStore
+from core.daemon import create_app
+from core.storage.tasks import InMemoryTaskStore
 from examples.crew.events import Asker, NobodyAsker, NullObserver, Observer
 from examples.crew.job import JobResult, run_job
 from examples.crew.ledger import Ledger

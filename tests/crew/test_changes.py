@@ -18,7 +18,7 @@ import anyio
 import pytest
 from a2a.types import SendMessageRequest, TaskState
 
-from core.server.app import create_app
+from core.daemon import create_app
 from examples.crew.agent import CrewAgent, CrewConfig
 from examples.crew.changes import ApplyError, apply_patch, job_dir, job_patch
 from examples.crew.ledger import Ledger

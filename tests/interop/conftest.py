@@ -17,8 +17,8 @@ from a2a.compat.v0_3.rest_transport import CompatRestTransport
 from a2a.types import AgentCard, Message, Part, Role, StreamResponse
 from aiohttp.test_utils import TestServer
 
-from core.server.app import create_app
-from core.tasks.store import InMemoryTaskStore
+from core.daemon import create_app
+from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend
 

@@ -17,8 +17,8 @@ from a2a.types import (
 )
 from aiohttp.test_utils import TestServer
 
-from core.server.app import create_app
-from core.tasks.store import InMemoryTaskStore
+from core.daemon import create_app
+from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.interop.conftest import MakeSdk, collect, user_msg
 from tests.support.scripted import ScriptedBackend

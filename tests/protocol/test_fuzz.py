@@ -30,8 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from core.server import rpc_v03, rpc_v1
-from core.tasks.sqlite_store import SqliteTaskStore
+from core.api import methods_v1 as rpc_v1
+from core.bindings.http import rpc_v03
+from core.storage.sqlite.tasks import SqliteTaskStore
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.wire import V1, call, user_message
 

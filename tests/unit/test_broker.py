@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.tasks import broker as broker_module
-from core.tasks.broker import SubscriberOverflowError, Subscription, TaskBroker
+from core.engine import broker as broker_module
+from core.engine.broker import SubscriberOverflowError, Subscription, TaskBroker
 from core.wire.enums import TaskState
 from core.wire.models import StreamResponse, Task, TaskStatus, TaskStatusUpdateEvent
 

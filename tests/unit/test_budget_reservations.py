@@ -1,4 +1,4 @@
-"""Reservations (core/tasks/budgets.py): what an admitted turn holds, what it is handed, who
+"""Reservations (core/usage/budgets.py): what an admitted turn holds, what it is handed, who
 is stopped when one turn overshoots, and that what a turn held comes back."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from core.backend import Turn, Usage
-from core.tasks.budget_tally import Limit
-from core.tasks.budgets import BudgetConfig, Budgets
-from core.tasks.turn_hooks import StopTurnError
-from core.tasks.usage_store import InMemoryUsageStore
+from core.engine.turn.plugins import StopTurnError
+from core.storage.usage import InMemoryUsageStore
+from core.usage.budget_tally import Limit
+from core.usage.budgets import BudgetConfig, Budgets
 from core.wire.errors import BudgetExceededError
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core.backend import Turn, Usage
-from core.tasks.budget_tally import Limit
-from core.tasks.budgets import BudgetConfig, Budgets
-from core.tasks.usage_store import InMemoryUsageStore
+from core.storage.usage import InMemoryUsageStore
+from core.usage.budget_tally import Limit
+from core.usage.budgets import BudgetConfig, Budgets
 from core.wire.errors import BudgetExceededError
 
 

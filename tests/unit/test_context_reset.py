@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from core.tasks.wrapper_section import UNKNOWN_RESET, WrapperSection
+from core.engine.wrapper_section import UNKNOWN_RESET, WrapperSection
 from core.wire.enums import TaskState
 from core.wire.models import Task, TaskStatus
 

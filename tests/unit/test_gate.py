@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.tasks.gate import Gate
+from core.engine.gate import Gate
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from core.tasks.lanes import LaneFullError, TurnLanes
+from core.engine.lanes import LaneFullError, TurnLanes
 from core.wire.errors import UnsupportedOperationError
 
 

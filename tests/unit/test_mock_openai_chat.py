@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.mock_models.openai_chat import (
+from harness.mock_models.openai_chat import (
     ChatRequest,
     ErrorReply,
     OpenAIChatMock,
@@ -17,7 +17,7 @@ from tests.support.mock_models.openai_chat import (
     TextReply,
     ToolCallReply,
 )
-from tests.support.mock_models.refusals import OPENAI_5XX
+from harness.mock_models.refusals import OPENAI_5XX
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.server.push_sender import HttpPushSender, Resolve
-from core.settings_server import PushSettings
-from core.tasks.push import PushTargetRefusedError
+from core.bindings.http.push_sender import HttpPushSender, Resolve
+from core.push.dispatcher import PushTargetRefusedError
+from core.settings.server import PushSettings
 
 
 def resolver(answers: dict[str, list[list[str]]]) -> Resolve:

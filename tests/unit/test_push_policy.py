@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.tasks.push import RetryPolicy, webhook_headers
+from core.push.dispatcher import RetryPolicy, webhook_headers
 from core.wire.models import AuthenticationInfo, TaskPushNotificationConfig
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from core.pg_db import PostgresDatabase
-from core.sessions.pg_store import PostgresSessionStore
 from core.sessions.policy import is_expired
-from core.sessions.sqlite_store import SqliteSessionStore
-from core.sessions.store import InMemorySessionStore, SessionRecord, SessionStore, WorkspaceRecord
-from tests.support.postgres import fresh_database
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.sessions import PostgresSessionStore
+from core.storage.sessions import InMemorySessionStore, SessionRecord, SessionStore, WorkspaceRecord
+from core.storage.sqlite.sessions import SqliteSessionStore
+from harness.postgres import fresh_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from core.sqlite_db import SqliteDatabase
+from core.storage.sqlite.database import SqliteDatabase
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
 

@@ -1,4 +1,4 @@
-"""`TaskRun` is the one state machine: nothing outside core/tasks/task_run.py assigns its
+"""`TaskRun` is the one state machine: nothing outside core/engine/task_run.py assigns its
 fields, and its state changes only through legal transitions."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from core.tasks.run_state import LEGAL, IllegalTransitionError, RunState
-from core.tasks.store import InMemoryTaskStore
-from core.tasks.task_run import TaskRun
+from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
+from core.engine.task_run import TaskRun
+from core.storage.tasks import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Message, Part, Task, TaskStatus
 
 ROOT = Path(__file__).resolve().parents[2]
-HOME = "core/tasks/task_run.py"
+HOME = "core/engine/task_run.py"
 FIELDS = frozenset(TaskRun.__slots__)
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from core.pg_db import PostgresDatabase
-from core.tasks.pg_store import PostgresTaskStore
-from core.tasks.sqlite_store import SqliteTaskStore
-from core.tasks.store import InMemoryTaskStore, StaleWriteError, TaskQuery, TaskStore
+from core.storage.postgres.database import PostgresDatabase
+from core.storage.postgres.tasks import PostgresTaskStore
+from core.storage.sqlite.tasks import SqliteTaskStore
+from core.storage.tasks import InMemoryTaskStore, StaleWriteError, TaskQuery, TaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Artifact, Message, Part, Task, TaskStatus
-from tests.support.postgres import fresh_database
+from harness.postgres import fresh_database
 
 ALICE = "alice"
 BOB = "bob"

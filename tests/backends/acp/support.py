@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource, find_cli
-from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.mock_models.openai_chat import MODEL as CHAT_MODEL
+from harness.mock_models.openai_chat import MODEL as CHAT_MODEL
+from harness.opencode import TEST_ENV, provider_config
 from wrappers.acp.presets import COPILOT, GEMINI, OPENCODE, Preset
 
 REPO = Path(__file__).resolve().parents[3]

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import load
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import WriteFile
 from tests.backends.acp.support import GEMINI_KEY, gemini_block
 from tests.backends.copilot.a2a import stream
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import WriteFile
 
 Client = TestClient[Any, Any]
 
@@ -52,4 +52,4 @@ async def test_a_new_file_is_written_and_reported_as_a_file_change(
         for e in events
         if "statusUpdate" in e
     ]
-    assert f"File modify: {target}" in notes, notes
+    assert f"Edited {target}" in notes, notes

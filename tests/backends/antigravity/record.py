@@ -18,7 +18,7 @@ import anyio
 from google.antigravity import Agent, LocalOpenAIAgentConfig
 from google.antigravity.hooks import policy
 
-from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock, TextReply, ToolCallReply
+from harness.mock_models.openai_chat import MODEL, OpenAIChatMock, TextReply, ToolCallReply
 
 HERE = Path(__file__).resolve().parent
 RECORDINGS = HERE / "recordings"

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from core.backend import procfs
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Hang, Say, WriteFile
 from tests.contract.agent import Agent, context, state, status_text, wrapper
 from tests.contract.targets import TARGETS, Places
 from tests.support.daemon import Daemons
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Hang, Say, WriteFile
 from tests.support.orphans import await_gone
 
 REPO = Path(__file__).resolve().parents[3]
@@ -90,7 +90,7 @@ def test_a_file_write_lands_in_the_working_directory_and_is_reported(
     notes = [
         status_text({"status": e["statusUpdate"]["status"]}) for e in events if "statusUpdate" in e
     ]
-    assert f"File modify: {target}" in notes
+    assert f"Edited {target}" in notes
     assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from core.backend import procfs
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Say, Shell
 from tests.contract.agent import Agent, context, state
 from tests.contract.targets import TARGETS, Places
 from tests.support.daemon import Daemons
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Say, Shell
 from tests.support.orphans import await_gone, await_instance_gone, cmdline, logged
 
 TARGET = next(t for t in TARGETS if t.name == "antigravity")

@@ -16,9 +16,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import process as kit_process
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
-from tests.support.mock_models.anthropic import AnthropicMock
+from harness.mock_models.anthropic import AnthropicMock
 from tests.support.wire import V1, call, rpc, sse_events, user_message
 from wrappers.claude import options, process
 

@@ -22,7 +22,7 @@ import anyio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-from tests.support.mock_models.anthropic import AnthropicMock, Reply, ToolUse
+from harness.mock_models.anthropic import AnthropicMock, Reply, ToolUse
 
 HERE = Path(__file__).resolve().parent
 RECORDINGS = HERE / "recordings"

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.mock_models.anthropic import AnthropicMock
+from harness.mock_models.steps import Shell
 from tests.backends.claude.conftest import (
     COMPLETED,
     ClaudeEnv,
     StartDaemon,
     send,
 )
-from tests.support.mock_models.anthropic import AnthropicMock
-from tests.support.mock_models.steps import Shell
 
 # Not read-only and not a file edit: acceptEdits leaves it to the permission callback.
 COMMAND = "python3 -c \"open('ran.txt', 'w').write('ran')\" && echo ran-it"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 
+from harness.mock_models.anthropic import AnthropicMock, Reply
 from tests.backends.claude.conftest import COMPLETED, FAILED, ClaudeEnv, StartDaemon, send
 from tests.support.metrics import scrape, value
-from tests.support.mock_models.anthropic import AnthropicMock, Reply
 from tests.support.polling import until
 from tests.support.wire import call, user_message
 

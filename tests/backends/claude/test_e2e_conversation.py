@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from harness.mock_models.anthropic import AnthropicMock
 from tests.backends.claude.conftest import (
     COMPLETED,
     MODEL,
@@ -18,7 +19,6 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock
 
 
 async def test_an_expired_session_starts_fresh_and_the_model_sees_no_earlier_history(

@@ -11,6 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
+from harness.mock_models.anthropic import AnthropicMock
+from harness.mock_models.steps import Hang, Upstream
 from tests.backends.claude.conftest import (
     COMPLETED,
     FAILED,
@@ -23,8 +25,6 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock
-from tests.support.mock_models.steps import Hang, Upstream
 from wrappers.claude.backend import CRASHED
 
 

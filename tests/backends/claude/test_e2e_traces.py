@@ -8,8 +8,8 @@ import uuid
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.mock_models.anthropic import AnthropicMock, Reply, ToolUse
 from tests.backends.claude.conftest import MODEL, ClaudeEnv, StartDaemon
-from tests.support.mock_models.anthropic import AnthropicMock, Reply, ToolUse
 from tests.support.spans import finished, memory_provider
 from tests.support.wire import V1, call, user_message
 

@@ -15,8 +15,10 @@ from aiohttp.test_utils import TestServer
 
 from core.backend.base import BackendUnavailableError, running
 from core.cli import main
-from core.server.app import create_app
-from core.tasks.startup import BackendStartError
+from core.daemon import create_app
+from core.engine.startup import BackendStartError
+from harness.mock_models.anthropic import AnthropicMock
+from harness.mock_models.steps import Hang
 from tests.backends.claude.conftest import (
     API_KEY,
     CANCELED,
@@ -31,8 +33,6 @@ from tests.backends.claude.conftest import (
     wait_exited,
     wrapper,
 )
-from tests.support.mock_models.anthropic import AnthropicMock
-from tests.support.mock_models.steps import Hang
 from tests.support.wire import call
 from wrappers.claude import ClaudeBackend, create
 from wrappers.claude.config import ClaudeConfig

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from core.server.app import create_app
-from tests.backends.codex.support import codex_block, codex_settings
+from core.daemon import create_app
+from harness.codex import codex_block
+from harness.mock_models.openai_responses import ResponsesMock
+from tests.backends.codex.support import codex_settings
 from tests.support.hosting import Hosted
-from tests.support.mock_models.openai_responses import ResponsesMock
 from wrappers.codex.appserver import Tap
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig

@@ -18,9 +18,9 @@ from typing import Any
 import anyio
 
 from core.backend import TextContent, Turn
-from tests.backends.codex.support import codex_block
+from harness.codex import codex_block
+from harness.mock_models.openai_responses import Reply, ResponsesMock
 from tests.support.hosting import Hosted
-from tests.support.mock_models.openai_responses import Reply, ResponsesMock
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 

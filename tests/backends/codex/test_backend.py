@@ -17,11 +17,11 @@ from structlog.testing import capture_logs
 
 from core.backend import BackendEvent, Failed, Progress, SessionBound, TextDelta
 from core.backend.base import BackendUnavailableError
+from harness.mock_models.openai_responses import Reply, ResponsesMock
+from harness.mock_models.steps import Shell
 from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
 from tests.support.errors import assert_logged_safely
-from tests.support.mock_models.openai_responses import Reply, ResponsesMock
-from tests.support.mock_models.steps import Shell
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.options import codex_binary

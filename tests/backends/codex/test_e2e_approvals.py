@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.mock_models.openai_responses import ResponsesMock
+from harness.mock_models.steps import Shell, WriteFile
 from tests.backends.codex.conftest import Client, MakeCodexClient
 from tests.backends.codex.test_e2e import send, wrapper
-from tests.support.mock_models.openai_responses import ResponsesMock
-from tests.support.mock_models.steps import Shell, WriteFile
 from tests.support.wire import call, user_message
 
 ASK = {"mode": "ask"}

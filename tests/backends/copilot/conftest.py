@@ -12,9 +12,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import procfs
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
-from tests.support.mock_models.openai_chat import MODEL, OpenAIChatMock
+from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 from tests.support.orphans import cmdline
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig

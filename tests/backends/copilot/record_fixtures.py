@@ -24,7 +24,7 @@ from copilot import CopilotClient, CopilotSession, PermissionRequest, RuntimeCon
 from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.session_events import SessionEvent
 
-from tests.support.mock_models.openai_chat import ErrorReply, OpenAIChatMock
+from harness.mock_models.openai_chat import ErrorReply, OpenAIChatMock
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from harness.mock_models.openai_chat import OpenAIChatMock
 from tests.backends.copilot.a2a import (
     Client,
     Task,
@@ -18,7 +19,6 @@ from tests.backends.copilot.a2a import (
     wrapper_metadata,
 )
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory
-from tests.support.mock_models.openai_chat import OpenAIChatMock
 from tests.support.wire import call, user_message
 
 COMPLETED = "TASK_STATE_COMPLETED"

@@ -10,9 +10,9 @@ import anyio
 from structlog.testing import capture_logs
 from structlog.typing import EventDict, WrappedLogger
 
+from harness.mock_models.openai_chat import OpenAIChatMock, StallReply
 from tests.backends.copilot.a2a import answer, send, start, wait_done, wrapper_metadata
 from tests.backends.copilot.conftest import AppFactory, SettingsFactory, cli_pids
-from tests.support.mock_models.openai_chat import OpenAIChatMock, StallReply
 
 TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"

@@ -8,6 +8,7 @@ import signal
 
 import anyio
 
+from harness.mock_models.openai_chat import OpenAIChatMock
 from tests.backends.copilot.a2a import (
     answer,
     send,
@@ -18,7 +19,6 @@ from tests.backends.copilot.a2a import (
     wait_for_working,
 )
 from tests.backends.copilot.conftest import AppFactory, cli_pids
-from tests.support.mock_models.openai_chat import OpenAIChatMock
 
 TELL = "Remember this: the secret word is BANANA."
 ASK = "What was the secret word?"

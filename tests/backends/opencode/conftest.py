@@ -11,10 +11,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend.base import BackendUnavailableError
-from core.server.app import create_app
+from core.daemon import create_app
 from core.settings import Settings, load
-from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.opencode import TEST_ENV, provider_config
 from wrappers.opencode.launch import find_binary
 
 Client = TestClient[Any, Any]

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.support.mock_models.openai_chat import (
+from harness.mock_models.openai_chat import (
     ErrorReply,
     OpenAIChatMock,
     StallReply,

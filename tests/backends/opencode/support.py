@@ -10,36 +10,6 @@ from tests.support.wire import call, user_message
 
 Client = TestClient[Any, Any]
 
-# Quiet and hermetic: nothing but 127.0.0.1 (docs/backends.md#opencode).
-TEST_ENV = {
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-    "OPENCODE_DISABLE_SHARE": "1",
-}
-
-
-def provider_config(base_url: str, **options: Any) -> dict[str, Any]:
-    """An OpenCode config whose only provider is the mock (openai-compatible, bundled)."""
-    return {
-        "snapshot": False,
-        "small_model": "mock/mock-model",
-        "enabled_providers": ["mock"],
-        "provider": {
-            "mock": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Mock",
-                "options": {"baseURL": base_url, "apiKey": "mock-key", **options},
-                "models": {
-                    "mock-model": {
-                        "name": "Mock",
-                        "tool_call": True,
-                        "limit": {"context": 128000, "output": 4096},
-                    }
-                },
-            }
-        },
-    }
-
 
 async def send(
     client: Client, text: str, *, context_id: str | None = None, message_id: str = "m-1"

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from harness.mock_models.openai_chat import (
+    OpenAIChatMock,
+)
+from harness.mock_models.steps import Upstream
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
 from tests.support.errors import SECRET, assert_logged_safely
-from tests.support.mock_models.openai_chat import (
-    OpenAIChatMock,
-)
-from tests.support.mock_models.steps import Upstream
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
+from harness.mock_models.steps import Hang, Shell
 from tests.backends.opencode.conftest import MakeSettings, StartDaemon
 from tests.backends.opencode.support import answer, send, status_text, wrapper_metadata
-from tests.support.mock_models.openai_chat import OpenAIChatMock, ToolCallReply
-from tests.support.mock_models.steps import Hang, Shell
 from tests.support.wire import call
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
@@ -75,7 +75,7 @@ async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
         headers={"A2A-Version": "1.0"},
     )
     body = (await response.read()).decode()
-    assert "Running tool bash" in body
+    assert "Running `" in body
     assert "TASK_STATE_COMPLETED" in body
     assert "TOOL RESULT SEEN: tool-ran" in body
     follow_up = mock.requests[-1]

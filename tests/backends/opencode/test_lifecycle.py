@@ -17,8 +17,8 @@ import pytest
 from core.backend import Diagnosis, SessionBound, TextContent, TextDelta, Turn
 from core.backend.base import BackendUnavailableError, running
 from core.backend.config import working_directory_check
-from tests.backends.opencode.support import TEST_ENV, provider_config
-from tests.support.mock_models.openai_chat import OpenAIChatMock
+from harness.mock_models.openai_chat import OpenAIChatMock
+from harness.opencode import TEST_ENV, provider_config
 from wrappers.opencode import create
 from wrappers.opencode.config import OpencodeConfig
 

@@ -4,7 +4,7 @@ the project changed.
 
 It is a real (small) agent: each turn is one streamed OpenAI chat completions request carrying
 the session's earlier messages, so it runs against the project's chat mock
-(tests/support/mock_models/openai_chat.py) like the real CLIs run against theirs. Sessions are
+(harness/mock_models/openai_chat.py) like the real CLIs run against theirs. Sessions are
 JSON files under `home` (default: `<workingDirectory>/.fifth`), so they survive a restart of
 the daemon; the warm ones are kept in memory by the kit's `WarmPool`.
 """

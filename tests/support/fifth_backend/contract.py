@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.mock_models.openai_chat import MODEL
 from tests.contract.targets import BackendTarget, Places
-from tests.support.mock_models.openai_chat import MODEL
 
 
 def block(url: str, places: Places) -> dict[str, Any]:

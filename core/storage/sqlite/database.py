@@ -1,0 +1,283 @@
+"""One SQLite file used from async code: one connection, every call on a worker thread.
+
+Calls are serialised through a capacity limiter of one, so the connection is never used by two
+threads at once and the event loop never waits on disk. Calls made while a batch is on the
+worker thread wait and then run together, in order, in one transaction (group commit: one
+thread hop and one commit for all of them), each in a savepoint of its own, so one call's
+failure undoes only that call. The daemon's task, session and push stores share one
+`SqliteDatabase` (one connection), so a turn's final task write and its session bookkeeping,
+made together, share a transaction.
+
+A row that cannot be decoded (written by a faulty or another version, or edited by hand) is
+never fatal: the stores skip it (or answer "not found" for it) and report it with
+`unreadable()`, one log line per row and process, so nothing stored can stop a start or break
+a listing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import structlog
+from pydantic import ValidationError
+
+from core.storage.latch import Latch
+from core.storage.queued import Queued
+
+log = structlog.get_logger(__name__)
+
+# What decoding a row can raise: a ValidationError (a ValueError) from the models, a
+# ValueError from timestamps, a TypeError for a column of the wrong type.
+ROW_ERRORS = (ValueError, TypeError, KeyError)
+
+T = TypeVar("T")
+
+# The first 16 bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class ForeignStorageError(Exception):
+    """The storage file exists but is not this daemon's: not SQLite, damaged, or another
+    program's database. `str()` is one line for the operator."""
+
+
+class UnreadableRows:
+    """What a database reports of the rows it cannot decode (the SQLite and the PostgreSQL
+    one alike)."""
+
+    def __init__(self) -> None:
+        self._reported: set[tuple[str, str]] = set()
+
+    def report(self, table: str, key: dict[str, object], exc: Exception) -> None:
+        """Once per row, naming the table and the key, with what failed but not the row's
+        content (it may hold a prompt)."""
+        ident = (table, repr(sorted(key.items())))
+        if ident in self._reported:
+            return
+        self._reported.add(ident)
+        log.warning("store.unreadable_row", table=table, key=key, error=_why(exc))
+
+
+@dataclass(eq=False)
+class _Call:
+    fn: Callable[[sqlite3.Connection], Any]
+    wake: Latch = field(default_factory=Latch)
+    finished: bool = False
+    value: Any = None
+    error: BaseException | None = None
+
+
+class SqliteDatabase:
+    def __init__(self, path: Path, schema: str = "", name: str = "database") -> None:
+        self._path = path
+        self._schemas = [schema] if schema else []
+        self._name = name
+        self._conn: sqlite3.Connection | None = None
+        self._users = 0
+        self._limiter = anyio.CapacityLimiter(1)
+        self._rows = UnreadableRows()
+        self._queue: list[_Call] = []
+        self._leading = False
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def add_schema(self, schema: str) -> None:
+        """Another store's tables (before the first `open`)."""
+        if self._conn is not None:
+            raise RuntimeError(f"{self._name} is open already")
+        self._schemas.append(schema)
+
+    def unreadable(self, table: str, key: dict[str, object], exc: Exception) -> None:
+        self._rows.report(table, key, exc)
+
+    def check_ours(self) -> None:
+        """Raise ForeignStorageError unless the file is absent, empty, or an SQLite database
+        holding only tables of the schemas added here, each with exactly its columns. Only
+        reads: nothing is written to a file that is not ours."""
+        check_ours(self._path, "\n".join(self._schemas))
+
+    def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
+        """Queue `fn` now and return what to await for its result (core/storage/queued.py): it runs
+        on the worker thread, in a transaction shared with the calls queued at the same time
+        (each in its own savepoint). Like a thread call, it completes once started: a
+        cancellation is delivered after it."""
+        conn = self._conn
+        if conn is None:
+            raise RuntimeError(f"{self._name} is not open")
+        call = _Call(fn)
+        self._queue.append(call)
+        return self._result(conn, call)
+
+    async def _result(self, conn: sqlite3.Connection, call: _Call) -> Any:
+        with anyio.CancelScope(shield=True):
+            if self._leading:
+                # Woken when a batch ran this call, or when the lead is handed to it.
+                await call.wake.wait()
+            if not call.finished:
+                self._leading = True
+                await self._lead(conn)
+        if call.error is not None:
+            raise call.error
+        return call.value
+
+    async def _lead(self, conn: sqlite3.Connection) -> None:
+        """Run every queued call as one batch, then hand the lead to the next queued call (so
+        no caller serves others for ever)."""
+        # One pass of the loop first: calls made in this same tick join the batch.
+        await anyio.lowlevel.checkpoint()
+        batch, self._queue = self._queue, []
+        try:
+            await anyio.to_thread.run_sync(_execute, conn, batch, limiter=self._limiter)
+        finally:
+            for call in batch:
+                call.finished = True
+                call.wake.set()
+            if self._queue:
+                self._queue[0].wake.set()
+            else:
+                self._leading = False
+
+    async def open(self) -> None:
+        """Open the connection (the first of its users) and create every store's tables."""
+        self._users += 1
+        if self._conn is not None:
+            return
+        schemas = "\n".join(self._schemas)
+
+        def connect() -> sqlite3.Connection:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            # Another process's connection may write the file: wait for it rather than fail.
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.executescript(schemas)
+            return conn
+
+        try:
+            self._conn = await anyio.to_thread.run_sync(connect, limiter=self._limiter)
+        except BaseException:
+            self._users -= 1
+            raise
+
+    async def close(self) -> None:
+        """Close the connection once its last user closes."""
+        self._users = max(0, self._users - 1)
+        if self._users:
+            return
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await anyio.to_thread.run_sync(conn.close, limiter=self._limiter)
+
+
+def check_ours(path: Path, schema: str) -> None:
+    """See `SqliteDatabase.check_ours`."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ForeignStorageError(f"cannot read it: {exc.strerror}") from exc
+    if not header:
+        return
+    if header != SQLITE_HEADER:
+        raise ForeignStorageError(
+            "it is not an SQLite database (not a2a-wrapper's storage); "
+            "give storage.path a file of its own"
+        )
+    expected = _tables(sqlite3.connect(":memory:"), schema)
+    try:
+        # Read-write but reading only: a read-only connection cannot open a WAL file that a
+        # killed daemon left (its -shm), which is ours.
+        found = _tables(sqlite3.connect(path), "")
+    except sqlite3.DatabaseError as exc:
+        raise ForeignStorageError(
+            f"it is damaged or not an SQLite database ({exc}); "
+            "move it aside or give storage.path a file of its own"
+        ) from exc
+    foreign = sorted(
+        name for name, columns in found.items() if expected.get(name, columns) != columns
+    )
+    foreign += sorted(set(found) - set(expected))
+    if foreign:
+        raise ForeignStorageError(
+            f"it is another program's database (tables {', '.join(foreign)} are not "
+            "a2a-wrapper's); give storage.path a file of its own"
+        )
+
+
+def _tables(conn: sqlite3.Connection, schema: str) -> dict[str, list[str]]:
+    """Each table's column names (SQLite's own tables aside), after running `schema`."""
+    try:
+        if schema:
+            conn.executescript(schema)
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            )
+        ]
+        return {
+            name: [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
+            for name in names
+        }
+    finally:
+        conn.close()
+
+
+def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:
+    """One transaction for the batch; each call in a savepoint (its failure undoes it alone).
+    A failed commit fails every call of the batch.
+
+    IMMEDIATE: the batch takes the write lock first (waiting up to busy_timeout for another
+    connection's). A deferred transaction that read and then writes after another connection
+    wrote fails at once with "database is locked" (a stale WAL snapshot; SQLite does not wait
+    there), which would fail a turn whenever another connection writes the same file (the
+    instance records, a second store, a tool)."""
+    if len(batch) == 1:
+        call = batch[0]
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            call.value = call.fn(conn)
+            conn.execute("COMMIT")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            call.error = exc
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for call in batch:
+            conn.execute("SAVEPOINT call")
+            try:
+                call.value = call.fn(conn)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+                conn.execute("ROLLBACK TO call")
+                call.error = exc
+            conn.execute("RELEASE call")
+        conn.execute("COMMIT")
+    except BaseException as exc:  # noqa: BLE001 - handed to every caller of the batch
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        for call in batch:
+            call.error = call.error or exc
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(row)'}: {e['type']}"
+            for e in exc.errors(include_url=False)[:5]
+        )
+    return type(exc).__name__
