@@ -23,6 +23,7 @@ from core.engine.startup import ListenError, StartupError, StorageStartError, on
 from core.instance.lock import StorageLockError
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings.sections import workspace_config
+from core.settings.jails import diagnose as sandbox_check
 from core.settings.server import MIN_TOKEN_LENGTH
 from core.storage.kinds import storage_for
 from core.storage.postgres.schema import migrate_database
@@ -90,7 +91,8 @@ def _check(path: Path) -> int:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     print(f"{path}: config ok (backend {settings.backend})")
-    results = [*_common_checks(settings), *asyncio.run(backend.diagnose())]
+    sandbox, sandbox_warnings = sandbox_check(settings)
+    results = [*_common_checks(settings), sandbox, *asyncio.run(backend.diagnose())]
     for item in results:
         mark = "ok  " if item.ok else "FAIL"
         print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
@@ -98,6 +100,8 @@ def _check(path: Path) -> int:
         print(f"  warn {key}: {_SHORT_TOKEN}")
     for warning in _workspace_warnings(settings):
         print(f"  warn workspace: {warning}")
+    for warning in sandbox_warnings:
+        print(f"  warn sandbox: {warning}")
     print("agent card:")
     print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
     return 0 if all(item.ok for item in results) else 1

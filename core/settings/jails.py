@@ -127,3 +127,27 @@ def sandboxed(
         return create(block)
 
     return PerJail(template, make, jails)
+
+
+def diagnose(settings: Settings) -> tuple[Diagnosis, list[str]]:
+    """`check`'s sandbox line (does bubblewrap make sandboxes on this machine: a failure only
+    when the config needs it) and its warnings (several principals, agents that run commands,
+    and no sandbox between them)."""
+    works, detail = probe(find_bwrap())
+    mode = settings.sandbox.mode
+    line = Diagnosis("sandbox", works or mode == "none", f"mode {mode}; {detail}")
+    warnings = []
+    principals = {entry.principal for entry in settings.server.auth.tokens}
+    if mode == "none" and len(principals) > 1 and isinstance(settings.backend_block(), AgentBlock):
+        warnings.append(
+            f"the tokens name {len(principals)} principals and the {settings.backend} agent "
+            "can run shell commands, but sandbox.mode is none: each principal's agent can read "
+            "and change the others' workspaces and the daemon's state; set sandbox.mode "
+            "bubblewrap (docs/operations.md, Several principals)"
+        )
+    if mode != "none" and settings.workspace.mode == "shared" and len(principals) > 1:
+        warnings.append(
+            "workspace.mode shared: every principal's agent works in the one workingDirectory, "
+            "which the sandbox cannot wall off; use worktree or copy"
+        )
+    return line, warnings
