@@ -48,8 +48,9 @@ class Jail:
     home: Path
     launchers: Path
 
-    def arguments(self, *, set_home: bool = True) -> list[str]:
-        """bubblewrap's arguments, up to and including the `--` before the command."""
+    def arguments(self, *, set_home: bool = True, exposed: Sequence[Path] = ()) -> list[str]:
+        """bubblewrap's arguments, up to and including the `--` before the command.
+        `exposed`: more paths bound read-only (see `needed`)."""
         args = [
             self.bwrap,
             "--ro-bind", "/", "/",
@@ -66,7 +67,8 @@ class Jail:
         # one put below it, so they go shallowest first (a hidden root inside a read-only
         # repository stays hidden; a workspace inside the hidden root is seen).
         mounts = [(p, 0, ["--tmpfs", str(p)]) for p in self.hidden]
-        mounts += [(p, 1, ["--ro-bind-try", str(p), str(p)]) for p in self.read_only]
+        read_only = [*self.read_only, *exposed]
+        mounts += [(p, 1, ["--ro-bind-try", str(p), str(p)]) for p in read_only]
         mounts += [(p, 2, ["--bind-try", str(p), str(p)]) for p in self.read_write]
         for _path, _kind, mount in sorted(mounts, key=lambda m: (len(m[0].parts), m[1])):
             args += mount
@@ -79,13 +81,28 @@ class Jail:
         for path in (*self.read_write, self.home, self.launchers):
             path.mkdir(parents=True, exist_ok=True)
 
+    def needed(self, binary: str, env: Mapping[str, str] | None = None) -> list[Path]:
+        """What the process must still see of what is hidden: the folder of its binary and the
+        folders on its PATH (the daemon chose them: e.g. a helper a wrapper puts first on the
+        agent's PATH under the daemon's cache), read-only; never a hidden path itself."""
+        path = (env if env is not None else os.environ).get("PATH", "")
+        wanted = [Path(binary).parent, *(Path(p) for p in path.split(os.pathsep) if p)]
+        return [
+            folder
+            for folder in dict.fromkeys(wanted)
+            if folder.is_absolute()
+            and any(folder != h and _under(folder, h) for h in self.hidden)
+            and not any(_under(folder, p) for p in self.read_write)
+        ]
+
     def wrap(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
         """`argv` inside this jail. The environment's HOME is kept when it is one of the
         jail's own read-write places, else it becomes the jail's `home`."""
         self.prepare()
         home = (env if env is not None else os.environ).get("HOME")
         own = home is not None and any(_under(Path(home), p) for p in self.read_write)
-        return [*self.arguments(set_home=not own), *argv]
+        exposed = self.needed(argv[0], env) if argv else []
+        return [*self.arguments(set_home=not own, exposed=exposed), *argv]
 
 
 def _under(path: Path, parent: Path) -> bool:
@@ -121,7 +138,8 @@ def sdk_cli(binary: Path | str) -> str:
     if jail is None:
         return str(binary)
     jail.prepare()
-    command = shlex.join([*jail.arguments(), str(binary)])
+    exposed = jail.needed(str(binary))
+    command = shlex.join([*jail.arguments(exposed=exposed), str(binary)])
     text = f'#!/bin/sh\nexec {command} "$@"\n'
     name = hashlib.sha256(text.encode()).hexdigest()[:16]
     script = jail.launchers / f"{Path(binary).name}-{name}"

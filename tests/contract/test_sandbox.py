@@ -60,15 +60,15 @@ def outside_tmp() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def agent(target: BackendTarget, serve: Serve, mode: str, outside_tmp: Path) -> Iterator[Agent]:
-    home = outside_tmp / mode / "daemon-home"
+    home = outside_tmp / "daemon-home"
     home.mkdir(parents=True)
     (home / "planted.txt").write_text(PLANTED + "\n")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))  # the daemon user's home, as the daemon sees it
         made = serve(
             block={**target.runs_shell, **UNCONFINED.get(target.name, {})},
-            workspace={"mode": "worktree", "root": str(outside_tmp / mode / "workspaces")},
-            storage={"path": str(outside_tmp / mode / "state" / "tasks.sqlite3")},
+            workspace={"mode": "worktree", "root": str(outside_tmp / "workspaces")},
+            storage={"path": str(outside_tmp / "state" / "tasks.sqlite3")},
             server={
                 "shutdownTimeout": 2000,
                 "auth": {"tokens": [{"token": t, "principal": p} for p, t in TOKENS.items()]},
@@ -106,8 +106,8 @@ def test_alice_reaches_only_her_own_workspace(
     bob = Path(wrapper(bobs)["workspace"]["path"])
     assert (bob / "bob.txt").read_text() == BOB_TEXT + "\n"
 
-    state_file = outside_tmp / mode / "state" / "tasks.sqlite3"
-    planted = outside_tmp / mode / "daemon-home" / "planted.txt"
+    state_file = outside_tmp / "state" / "tasks.sqlite3"
+    planted = outside_tmp / "daemon-home" / "planted.txt"
     intruder = f"from-alice-{uuid.uuid4().hex[:6]}.txt"
     probes = " ; ".join(
         [
@@ -145,3 +145,24 @@ def test_alice_reaches_only_her_own_workspace(
 
 def _read(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def own_policy(target: BackendTarget, serve: Serve) -> Agent:
+    """The agent under its own default policy (Codex: its workspace-write sandbox, which is
+    bubblewrap too), inside ours."""
+    made = serve(
+        block=target.runs_shell, workspace={"mode": "worktree"}, sandbox={"mode": "bubblewrap"}
+    )
+    make_repository(made.places.work)
+    return made
+
+
+def test_an_agent_that_sandboxes_its_own_commands_runs_them_inside_ours(
+    own_policy: Agent, model: MockModel
+) -> None:
+    model.script([Shell("echo mine > mine.txt && cat mine.txt > copy.txt")])
+    task = own_policy.send("Write mine.txt.", context())
+    assert state(task) == COMPLETED, task
+    workspace = Path(wrapper(task)["workspace"]["path"])
+    assert (workspace / "copy.txt").read_text() == "mine\n"
