@@ -6,9 +6,9 @@ principal, or a principal's context with `sandbox.scope: context`), each made on
 of its key, started, served in `PerJail.serve`'s task group, and closed at the end. Everything an
 instance does (start, serve, each step of a turn, interrupt, drop) runs inside
 `sandbox.serving(its jail)`, so every process it starts (by the kit's `spawn`, or by an SDK
-given `sandbox.sdk_cli`) is in that jail, and its children too. A server backend (Codex's
-app-server, OpenCode, Copilot) thus runs one server per principal; a backend that starts a
-process per session keeps doing that, inside the principal's jail.
+given `sandbox.sdk_cli`) is in that jail, and its children too. A backend with one agent server
+for all its sessions thus runs one server per principal; a backend that starts a process per
+session keeps doing that, inside the principal's jail.
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ class Jail:
         # The most specific path wins whatever its kind: a later mount covers what an earlier
         # one put below it, so they go shallowest first (a hidden root inside a read-only
         # repository stays hidden; a workspace inside the hidden root is seen).
-        mounts = [(p, 0, ["--tmpfs", str(p)]) for p in self.hidden]
+        # (A hidden path that does not exist yet hides nothing; checked at each start.)
+        mounts = [(p, 0, ["--tmpfs", str(p)]) for p in self.hidden if p.exists()]
         read_only = [*self.read_only, *exposed]
         mounts += [(p, 1, ["--ro-bind-try", str(p), str(p)]) for p in read_only]
         mounts += [(p, 2, ["--bind-try", str(p), str(p)]) for p in self.read_write]
