@@ -51,24 +51,19 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def outside_tmp() -> Iterator[Path]:
-    """The daemon's home, state and workspaces: outside /tmp (see the module's docstring)."""
-    where = Path(tempfile.mkdtemp(prefix="a2a-sandbox-", dir="/var/tmp"))
-    yield where
-    shutil.rmtree(where, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def agent(target: BackendTarget, serve: Serve, mode: str, outside_tmp: Path) -> Iterator[Agent]:
-    home = outside_tmp / "daemon-home"
-    home.mkdir(parents=True)
+def probed(target: BackendTarget, serve: Serve, mode: str) -> Iterator[tuple[Agent, Path]]:
+    """The daemon and where its home, state and workspaces are: outside /tmp (see the module's
+    docstring)."""
+    outside = Path(tempfile.mkdtemp(prefix=f"a2a-sandbox-{target}-{mode}-", dir="/var/tmp"))
+    home = outside / "daemon-home"
+    home.mkdir()
     (home / "planted.txt").write_text(PLANTED + "\n")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))  # the daemon user's home, as the daemon sees it
         made = serve(
             block={**target.runs_shell, **UNCONFINED.get(target.name, {})},
-            workspace={"mode": "worktree", "root": str(outside_tmp / "workspaces")},
-            storage={"path": str(outside_tmp / "state" / "tasks.sqlite3")},
+            workspace={"mode": "worktree", "root": str(outside / "workspaces")},
+            storage={"path": str(outside / "state" / "tasks.sqlite3")},
             server={
                 "shutdownTimeout": 2000,
                 "auth": {"tokens": [{"token": t, "principal": p} for p, t in TOKENS.items()]},
@@ -76,7 +71,8 @@ def agent(target: BackendTarget, serve: Serve, mode: str, outside_tmp: Path) -> 
             sandbox={"mode": mode},
         )
     make_repository(made.places.work)
-    yield made
+    yield made, outside
+    shutil.rmtree(outside, ignore_errors=True)
 
 
 def send(agent: Agent, who: str, text: str, ctx: str) -> dict[str, Any]:
@@ -98,16 +94,17 @@ def send(agent: Agent, who: str, text: str, ctx: str) -> dict[str, Any]:
 
 
 def test_alice_reaches_only_her_own_workspace(
-    agent: Agent, model: MockModel, mode: str, outside_tmp: Path
+    probed: tuple[Agent, Path], model: MockModel, mode: str
 ) -> None:
+    agent, outside = probed
     model.script([Shell(f"printf '{BOB_TEXT}\\n' > bob.txt")])
     bobs = send(agent, "bob", "Write bob.txt.", context())
     assert state(bobs) == COMPLETED, bobs
     bob = Path(wrapper(bobs)["workspace"]["path"])
     assert (bob / "bob.txt").read_text() == BOB_TEXT + "\n"
 
-    state_file = outside_tmp / "state" / "tasks.sqlite3"
-    planted = outside_tmp / "daemon-home" / "planted.txt"
+    state_file = outside / "state" / "tasks.sqlite3"
+    planted = outside / "daemon-home" / "planted.txt"
     intruder = f"from-alice-{uuid.uuid4().hex[:6]}.txt"
     probes = " ; ".join(
         [
