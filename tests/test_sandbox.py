@@ -120,7 +120,7 @@ class Recorder(BackendBase):
         jail_now = current()
         Recorder.made.append(jail_now.key if jail_now else "none")
 
-    async def run_turn(self, turn: Turn) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def run_turn(self, turn: Turn) -> AsyncIterator[Any]:
         from core.backend.sandbox import current  # noqa: PLC0415
 
         jail_now = current()
@@ -143,7 +143,7 @@ async def test_one_backend_instance_per_principal_or_per_context(
         return jail(tmp_path, key=key)
 
     backend = PerJail(Recorder(), lambda j: Recorder(), jail_of)
-    async with running(backend):  # type: ignore[arg-type]
+    async with running(backend):
         said = []
         for who, ctx in [("alice", "a1"), ("alice", "a2"), ("bob", "b1")]:
             said += [e.text async for e in backend.run_turn(turn(who, ctx)) if isinstance(e, Text)]
