@@ -24,7 +24,7 @@ from pathlib import Path
 from bench.agent_common import DaemonApp, row
 from core.backend.sandbox import Jail, find_bwrap
 from core.settings import Settings, load
-from tests.support.mock_models.anthropic import AnthropicMock
+from harness.mock_models.anthropic import AnthropicMock
 
 KEY = "sk-ant-bench"
 

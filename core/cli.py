@@ -22,8 +22,8 @@ from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
 from core.instance.lock import StorageLockError
 from core.settings import ConfigError, Settings, json_schema, load
-from core.settings.sections import workspace_config
 from core.settings.jails import diagnose as sandbox_check
+from core.settings.sections import workspace_config
 from core.settings.server import MIN_TOKEN_LENGTH
 from core.storage.kinds import storage_for
 from core.storage.postgres.schema import migrate_database

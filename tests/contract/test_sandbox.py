@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.mock_models.model import MockModel
+from harness.mock_models.steps import Shell
 from tests.contract.agent import Agent, context, state, wrapper
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.git_repo import make_repository
-from tests.support.mock_models.model import MockModel
-from tests.support.mock_models.steps import Shell
 from tests.support.orphans import logged
 
 pytestmark = pytest.mark.needs("shell")
