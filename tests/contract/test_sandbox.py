@@ -41,6 +41,12 @@ PLANTED = "DAEMON-HOME-SECRET"
 UNCONFINED: dict[str, dict[str, Any]] = {
     "codex": {"sandbox": "danger-full-access", "dangerouslyAllowFullAccess": True},
     "copilot": {"dangerouslyAllowAllTools": True},
+    "opencode": {
+        "permission": {"external_directory": "allow"},
+        "dangerouslyAllowExternalDirectory": True,
+    },
+    # OpenCode's own switch, merged over its inline config's permissions.
+    "opencode-acp": {"env": {"OPENCODE_PERMISSION": '{"external_directory": "allow"}'}},
 }
 
 
@@ -93,6 +99,8 @@ def send(agent: Agent, who: str, text: str, ctx: str) -> dict[str, Any]:
     return task
 
 
+# Two principals: two agent instances start cold in this one case (the suite's 60 s covers one).
+@pytest.mark.timeout(180)
 def test_alice_reaches_only_her_own_workspace(
     probed: tuple[Agent, Path], model: MockModel, mode: str
 ) -> None:
