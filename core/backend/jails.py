@@ -49,7 +49,17 @@ class PerJail:
         self._instances: dict[str, _Instance] = {}
         self._sessions: dict[str, str] = {}  # backend session id -> jail key
         self._lock = anyio.Lock()
+        self._starting: dict[str, anyio.Lock] = {}  # one start at a time per jail, not overall
         self._tg: TaskGroup | None = None
+        # What the daemon's tracing reads of a backend, as the template says it.
+        self.model_provider: str | None = getattr(template, "model_provider", None)
+        if callable(getattr(template, "warm_sessions", None)):
+            self.warm_sessions = self._warm_sessions
+
+    def _warm_sessions(self) -> int:
+        """The warm sessions of every instance (the daemon's `a2a_sessions_warm` gauge)."""
+        instances = list(self._instances.values())
+        return sum(int(getattr(i.backend, "warm_sessions", lambda: 0)()) for i in instances)
 
     async def start(self) -> None:
         """Nothing starts before a principal's first turn."""
@@ -75,7 +85,10 @@ class PerJail:
 
     async def _instance(self, turn: Turn) -> _Instance:
         jail = self._jail_of(turn.principal, turn.context_id)
-        async with self._lock:
+        known = self._instances.get(jail.key)
+        if known is not None:
+            return known
+        async with self._starting.setdefault(jail.key, anyio.Lock()):
             known = self._instances.get(jail.key)
             if known is not None:
                 return known
@@ -83,7 +96,12 @@ class PerJail:
                 raise BackendUnavailableError("the backend is not serving (shutting down?)")
             with serving(jail):
                 backend = self._make(jail)
-                await backend.start()
+                try:
+                    await backend.start()
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await backend.aclose()
+                    raise
             instance = _Instance(jail, backend)
             try:
                 await self._tg.start(self._serve, instance)
