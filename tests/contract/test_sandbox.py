@@ -45,8 +45,10 @@ UNCONFINED: dict[str, dict[str, Any]] = {
         "permission": {"external_directory": "allow"},
         "dangerouslyAllowExternalDirectory": True,
     },
-    # OpenCode's own switch, merged over its inline config's permissions.
-    "opencode-acp": {"env": {"OPENCODE_PERMISSION": '{"external_directory": "allow"}'}},
+    # Its question to reach outside the working directory is answered by the daemon's policy.
+    "opencode-acp": {
+        "approveKinds": ["read", "edit", "search", "execute", "think", "fetch", "other"]
+    },
 }
 
 
