@@ -77,7 +77,7 @@ def project_imports() -> tuple[Import, ...]:
 # above it. Packages not listed (a new one) fail `test_every_core_package_has_a_layer`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.cli",),
-    ("core.daemon",),
+    ("core.daemon", "core.client"),
     ("core.bindings.http", "core.bindings.grpc"),
     ("core.api",),
     ("core.settings",),
@@ -195,7 +195,8 @@ def only_in(library: str, *folders: str) -> Rule:
 
 RULES = [
     only_in("aiohttp", "core/bindings/http"),
-    only_in("grpc", "core/bindings/grpc"),
+    # core/client is a gRPC client of other agents (the SDK's transport wants a channel).
+    only_in("grpc", "core/bindings/grpc", "core/client"),
     only_in("asyncpg", "core/storage/postgres", "core/cluster"),
     Rule(
         "core/wire is pure: nothing else from core, no I/O, no anyio",
@@ -211,6 +212,16 @@ RULES = [
         "wrappers import only core.backend from core",
         lambda f: in_folder(f, "wrappers"),
         lambda m: within(m, "core") and not within(m, "core.backend"),
+    ),
+    Rule(
+        "core/client (any A2A agent's client) imports nothing of the daemon",
+        lambda f: in_folder(f, "core/client"),
+        lambda m: within(m, "core") and not within(m, "core.client"),
+    ),
+    Rule(
+        "only core/cli.py imports core/client within core",
+        lambda f: in_folder(f, "core") and f != "core/cli.py" and not in_folder(f, "core/client"),
+        lambda m: within(m, "core.client"),
     ),
     Rule(
         "only core/registry.py imports wrappers within core",
@@ -359,7 +370,7 @@ def test_an_arrow_down_passes(file: str, source: str) -> None:
         (
             "core/bindings/http/x.py",
             "import grpc",
-            "only core/bindings/grpc import grpc within core",
+            "only core/bindings/grpc and core/client import grpc within core",
         ),
         (
             "core/wire/x.py",
@@ -385,6 +396,16 @@ def test_an_arrow_down_passes(file: str, source: str) -> None:
             "core/bindings/http/x.py",
             "import wrappers.x",
             "only core/registry.py imports wrappers within core",
+        ),
+        (
+            "core/client/x.py",
+            "from core.engine.service import TaskService",
+            "core/client (any A2A agent's client) imports nothing of the daemon",
+        ),
+        (
+            "core/bindings/http/x.py",
+            "from core.client.remote import RemoteAgents",
+            "only core/cli.py imports core/client within core",
         ),
         (
             "bench/x.py",
