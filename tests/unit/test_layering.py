@@ -77,7 +77,7 @@ def project_imports() -> tuple[Import, ...]:
 # above it. Packages not listed (a new one) fail `test_every_core_package_has_a_layer`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.cli",),
-    ("core.daemon", "core.client"),
+    ("core.daemon", "core.client", "core.npm_agents"),
     ("core.bindings.http", "core.bindings.grpc"),
     ("core.api",),
     ("core.settings",),
@@ -193,6 +193,20 @@ def only_in(library: str, *folders: str) -> Rule:
     )
 
 
+# The crew (an A2A client, and a backend of our daemon when served) uses only what any backend
+# or tool may: the backend kit, the settings loader, the daemon's entry point, logging and the
+# SQLite layer; and all of it through one module.
+CREW_DOOR = "examples/crew/daemon.py"
+DAEMON_SURFACE = (
+    "core.backend",
+    "core.settings.ConfigError",
+    "core.settings.load",
+    "core.settings.substitute",
+    "core.daemon.serve",
+    "core.logs",
+    "core.storage.sqlite.database.SqliteDatabase",
+)
+
 RULES = [
     only_in("aiohttp", "core/bindings/http"),
     # core/client is a gRPC client of other agents (the SDK's transport wants a channel).
@@ -227,6 +241,16 @@ RULES = [
         "only core/registry.py imports wrappers within core",
         lambda f: in_folder(f, "core") and f != "core/registry.py",
         lambda m: within(m, "wrappers"),
+    ),
+    Rule(
+        "examples/crew reaches core only through examples/crew/daemon.py",
+        lambda f: in_folder(f, "examples/crew") and f != CREW_DOOR,
+        lambda m: within(m, "core") or within(m, "wrappers"),
+    ),
+    Rule(
+        "examples/crew/daemon.py imports only the daemon's public surface",
+        lambda f: f == CREW_DOOR,
+        lambda m: within(m, "core") and not any(within(m, p) for p in DAEMON_SURFACE),
     ),
     Rule(
         "bench, examples and harness import nothing from tests",
@@ -439,3 +463,13 @@ def test_allowed_arrows_pass_every_rule(file: str, source: str) -> None:
     imports = imports_in(source, file)
 
     assert [v for rule in RULES for v in rule.violations(imports)] == []
+
+
+def test_the_crew_reaches_core_through_one_module() -> None:
+    crew = [i for i in project_imports() if i.file.startswith("examples/crew/")]
+    door = [i for i in crew if i.file == CREW_DOOR and within(i.module, "core")]
+
+    assert door  # the walk sees the crew, and its door imports core
+    assert all(not within(i.module, "core") for i in crew if i.file != CREW_DOOR)
+    rule = next(r for r in RULES if r.name.startswith("examples/crew reaches core"))
+    assert rule.violations(imports_in("from core.engine import service", "examples/crew/x.py"))

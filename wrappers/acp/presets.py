@@ -16,6 +16,7 @@ from pathlib import Path
 
 from core.backend.base import BackendUnavailableError
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource, find_cli
+from wrappers import pins
 
 
 @dataclass(frozen=True)
@@ -46,17 +47,17 @@ class Preset:
         return None if self.resume is None else self.resume.format(shlex.quote(session_id))
 
 
-# Pinned as the Makefile's NPM_TOOLS installs them.
-GEMINI_NPM = "@google/gemini-cli@0.61.0"
-OPENCODE_NPM = "opencode-ai@1.18.33"
-COPILOT_NPM = "@github/copilot@1.0.102"
+# Pinned in wrappers/npm-agents.txt (`a2a-wrapper agents install`, the Makefile).
+GEMINI_NPM = pins.npm("gemini")
+OPENCODE_NPM = pins.npm("opencode")
+COPILOT_NPM = pins.npm("copilot")
 
 GEMINI = Preset(
     name="gemini",
     what="Gemini CLI",
     path_name="gemini",
     args=("--acp",),
-    install=f"{GEMINI_NPM} (`make` puts it in .tools)",
+    install=pins.install_hint("gemini"),
     pinned=lambda: [PROJECT_TOOLS / "@google" / "gemini-cli" / "bundle" / "gemini.js"],
     home_variable="GEMINI_CLI_HOME",
     model_variable="GEMINI_MODEL",
@@ -71,7 +72,7 @@ OPENCODE = Preset(
     what="opencode",
     path_name="opencode",
     args=("acp",),
-    install=f"{OPENCODE_NPM} (`make` puts it in .tools)",
+    install=pins.install_hint("opencode"),
     pinned=lambda: sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode")),
     home_variable="XDG_DATA_HOME",
     resume="opencode --session {}",
@@ -89,7 +90,7 @@ COPILOT = Preset(
     what="copilot CLI",
     path_name="copilot",
     args=("--acp",),
-    install=f"{COPILOT_NPM} (`make` puts it in .tools)",
+    install=pins.install_hint("copilot"),
     pinned=lambda: sorted(PROJECT_TOOLS.glob("@github/copilot-*/copilot")),
     home_variable="COPILOT_HOME",
     env={"COPILOT_AUTO_UPDATE": "false"},

@@ -45,7 +45,7 @@ class Launch:
 _SOURCE = CliSource(
     "the codex binary",
     "codex.cliPath",
-    "the codex extra (pip install 'a2a-wrapper[codex]', which brings openai-codex-cli-bin)",
+    "the codex extra (pip install 'a2a-wrapper-daemon[codex]', which brings openai-codex-cli-bin)",
 )
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from core.settings import ConfigError, load
-from wrappers.codex import CodexBackend, create
+from wrappers.codex import create
+from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import credentials_check, git_repository_check
 from wrappers.codex.options import (
