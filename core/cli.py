@@ -24,6 +24,7 @@ from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
 from core.instance.lock import StorageLockError
 from core.settings import ConfigError, Settings, json_schema, load
+from core.settings.jails import diagnose as sandbox_check
 from core.settings.sections import workspace_config
 from core.settings.server import MIN_TOKEN_LENGTH
 from core.storage.kinds import storage_for
@@ -109,7 +110,8 @@ def _check(path: Path, *, quiet: bool = False) -> int:
         return EXIT_CONFIG
     if not quiet:
         print(f"{path}: config ok (backend {settings.backend})")
-    results = [*_common_checks(settings), *asyncio.run(backend.diagnose())]
+    sandbox, sandbox_warnings = sandbox_check(settings)
+    results = [*_common_checks(settings), sandbox, *asyncio.run(backend.diagnose())]
     for item in results:
         if quiet and item.ok:
             continue
@@ -119,6 +121,8 @@ def _check(path: Path, *, quiet: bool = False) -> int:
         print(f"  warn {key}: {_SHORT_TOKEN}")
     for warning in _workspace_warnings(settings):
         print(f"  warn workspace: {warning}")
+    for warning in sandbox_warnings:
+        print(f"  warn sandbox: {warning}")
     if not quiet:
         print("agent card:")
         print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))

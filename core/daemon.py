@@ -17,6 +17,7 @@ import signal
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
@@ -46,6 +47,7 @@ from core.instance.records import SCHEMA as INSTANCE_SCHEMA
 from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
+from core.settings.jails import sandboxed
 from core.settings.sections import engine_config, workspace_config
 from core.settings.usage import budget_config
 from core.storage.kinds import storage_for
@@ -91,7 +93,11 @@ class Daemon:
     ) -> None:
         self.settings = settings
         self.card = CardProvider(settings)
-        agent = backend or registry.create_backend(settings.backend, settings.backend_config())
+        agent = backend or sandboxed(
+            settings,
+            registry.create_backend(settings.backend, settings.backend_config()),
+            partial(registry.create_backend, settings.backend),
+        )
         self.observers = build_observers(settings, agent, tracer_provider)
         self.storage = storage_for(settings)
         self.budgets = Budgets(budget_config(settings.budget), self.storage.usage)

@@ -183,26 +183,43 @@ def of(daemon: Daemon) -> list[procfs.ProcessInfo]:
 
 
 def at_work(
-    root: Path, daemons: Daemons, config: dict[str, Any], prompt: str, **server: Any
+    root: Path,
+    daemons: Daemons,
+    config: dict[str, Any],
+    prompt: str,
+    sandbox: str = "none",
+    **server: Any,
 ) -> tuple[Daemon, list[procfs.ProcessInfo]]:
-    """A daemon serving `config`, its agent running the shell tool; and its processes."""
+    """A daemon serving `config` (its agents in `sandbox.mode` `sandbox`), its agent running
+    the shell tool; and its processes."""
     for folder in ("work", "home", "cache"):
         (root / folder).mkdir(exist_ok=True)
     storage = {"path": str(root / "tasks.sqlite3")}
-    daemon = daemons({**config, "storage": storage, "server": {"shutdownTimeout": 500, **server}})
+    server = {"shutdownTimeout": 500, **server}
+    sandboxed = {"sandbox": {"mode": sandbox}}
+    daemon = daemons({**config, "storage": storage, "server": server, **sandboxed})
     daemon.start()
-    return daemon, running_tool(daemon, prompt)
+    running = running_tool(daemon, prompt)
+    if sandbox == "bubblewrap":
+        names = {Path(cmdline(p.pid)[0]).name for p in running if cmdline(p.pid)}
+        assert "bwrap" in names, names
+    return daemon, running
 
 
+@pytest.mark.parametrize("sandbox", ["none", "bubblewrap"])
 @pytest.mark.parametrize("backend", list(RIGS))
 async def test_after_a_sigkill_the_next_start_stops_every_agent_process(
-    backend: str, tmp_path: Path, daemons: Daemons, leftovers: list[procfs.ProcessInfo]
+    backend: str,
+    sandbox: str,
+    tmp_path: Path,
+    daemons: Daemons,
+    leftovers: list[procfs.ProcessInfo],
 ) -> None:
     rig, prompt = RIGS[backend]
     async with rig(tmp_path) as config:
 
         def scenario() -> tuple[list[str], int, int]:
-            daemon, running = at_work(tmp_path, daemons, config, prompt)
+            daemon, running = at_work(tmp_path, daemons, config, prompt, sandbox)
             leftovers.extend(running)
             names = [Path(cmdline(p.pid)[0]).name for p in running if cmdline(p.pid)]
             daemon.kill()
@@ -220,16 +237,19 @@ async def test_after_a_sigkill_the_next_start_stops_every_agent_process(
 
         names, left, stopped = await anyio.to_thread.run_sync(scenario)
     print(
-        f"\n{backend}: {len(names)} processes ({' '.join(names)}), {left} left after SIGKILL, "
+        f"\n{backend} (sandbox {sandbox}): {len(names)} processes ({' '.join(names)}), "
+        f"{left} left after SIGKILL, "
         f"{stopped} stopped by the next start, 0 left after it"
     )
 
 
+@pytest.mark.parametrize("sandbox", ["none", "bubblewrap"])
 @pytest.mark.parametrize("signals", [1, 2], ids=["sigterm", "double-sigterm"])
 @pytest.mark.parametrize("backend", ["claude", "opencode"])
 async def test_sigterm_leaves_no_agent_process(
     backend: str,
     signals: int,
+    sandbox: str,
     tmp_path: Path,
     daemons: Daemons,
     leftovers: list[procfs.ProcessInfo],
@@ -240,7 +260,9 @@ async def test_sigterm_leaves_no_agent_process(
 
         def scenario() -> int:
             grace = 500 if signals == 1 else 60_000
-            daemon, running = at_work(tmp_path, daemons, config, prompt, shutdownTimeout=grace)
+            daemon, running = at_work(
+                tmp_path, daemons, config, prompt, sandbox, shutdownTimeout=grace
+            )
             leftovers.extend(running)
             if signals == 2:
                 assert daemon.proc is not None
@@ -251,4 +273,7 @@ async def test_sigterm_leaves_no_agent_process(
             return len(running)
 
         running = await anyio.to_thread.run_sync(scenario)
-    print(f"\n{backend}, {signals} SIGTERM: {running} processes of the instance, 0 left")
+    print(
+        f"\n{backend} (sandbox {sandbox}), {signals} SIGTERM: {running} processes of the "
+        "instance, 0 left"
+    )

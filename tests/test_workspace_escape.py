@@ -18,7 +18,7 @@ from core.bindings.http.keys import SERVICE
 from core.storage.sessions import InMemorySessionStore
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.manager import WorkspaceManager
-from core.workspaces.naming import slug
+from core.workspaces.naming import principal_dir, slug
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.git_repo import git, make_repository
 from tests.support.hostile_git import HostileBackend, command, own_git_dir
@@ -129,7 +129,7 @@ async def test_a_git_folder_naming_another_workspace_neither_reads_nor_removes_i
     )
     client = await make_client(config, backend_=hostile, clock=clock)
     main = git(repo, "rev-parse", "main").strip()
-    bob = tmp_path / "state" / "workspaces" / slug("bob", "ctx")  # predictable
+    bob = tmp_path / "state" / "workspaces" / principal_dir("bob") / slug("bob", "ctx")
     hostile.tamper["ctx"] = lambda workspace: (
         own_git_dir(workspace, repo, f"\tworktree = {bob}\n")
         if bob.is_dir() and workspace != bob

@@ -22,7 +22,7 @@ import anyio
 import structlog
 from anyio.abc import Process
 
-from core.backend import procfs
+from core.backend import procfs, sandbox
 
 
 class ProcessLedger(Protocol):
@@ -100,15 +100,19 @@ def with_marker(env: Mapping[str, str] | None) -> dict[str, str] | None:
 def guarded_command(
     argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> list[str]:
-    """`argv` behind the parent-death launcher (Linux, where `setpriv` exists; else as it is).
+    """`argv` behind the parent-death launcher (Linux, where `setpriv` exists; else as it is),
+    inside the current sandbox when there is one (`sandbox.serving`).
     For an SDK that starts the agent itself with `subprocess.Popen`: give it this command, the
     environment `with_marker(env)`, `start_new_session=True`, and `track()` the pid."""
     command = list(argv)
-    launcher = _setpriv()
+    launcher, jail = _setpriv(), sandbox.current()
+    if command and (launcher is not None or jail is not None):
+        command[0] = _executable(command[0], cwd, env)
+    if jail is not None and command:
+        command = jail.wrap(command, env)
     if launcher is not None and command:
         # setpriv sets PR_SET_PDEATHSIG, then execs: same pid, nothing left in between.
-        executable = _executable(command[0], cwd, env)
-        command = [launcher, "--pdeathsig", "KILL", "--", executable, *command[1:]]
+        command = [launcher, "--pdeathsig", "KILL", "--", *command]
     return command
 
 

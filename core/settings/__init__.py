@@ -37,6 +37,7 @@ from core.settings.engine import (
     SessionSettings,
     TimeoutSettings,
 )
+from core.settings.sandbox import SandboxSettings
 from core.settings.server import (
     PushSettings,
     ServerSettings,
@@ -219,6 +220,7 @@ class Settings(BaseModel):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",

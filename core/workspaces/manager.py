@@ -1,9 +1,10 @@
 """Making, diffing, patching and removing the workspace of a context (git as subprocesses).
 
-A worktree is `git worktree add -b a2a/<context> <root>/<slug> <baseRef>` of the repository
-holding workingDirectory. A copy is workingDirectory copied to `<root>/<slug>`, with a git
-directory of its own beside it (`<slug>.git`, outside the copy, so the agent never sees it)
-whose first commit is the base. Either way a workspace is diffed the same way: its state is
+A worktree is `git worktree add -b a2a/<context> <root>/<principal>/<slug> <baseRef>` of the
+repository holding workingDirectory (a folder per principal, which a sandbox binds whole). A copy
+is workingDirectory copied to `<root>/<principal>/<slug>`, with a git directory of its own at
+`<root>/<slug>.git` (outside the principal's folder, so the agent never sees it) whose first
+commit is the base. Either way a workspace is diffed the same way: its state is
 written as a tree through a private index (`snapshot`), never touching the real index or
 HEAD, and two trees are compared.
 """
@@ -25,7 +26,7 @@ import structlog
 from core.storage.sessions import SessionStore, WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
-from core.workspaces.naming import BRANCH_MAX, branch_slug, slug
+from core.workspaces.naming import BRANCH_MAX, branch_slug, principal_dir, slug
 from core.workspaces.patches import Patch, conflicting
 from core.workspaces.paths import (
     NoWorktreeError,
@@ -131,9 +132,9 @@ class WorkspaceManager:
                 f"{config.max_workspaces}); wait until one expires, or raise the limit."
             )
         name = slug(principal, context_id)
-        path = config.root / name
+        path = config.root / principal_dir(principal) / name
         try:
-            config.root.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             if config.mode == "worktree":
                 return await self._worktree(principal, context_id, path)
             return await self._copy(principal, context_id, path)

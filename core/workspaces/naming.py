@@ -23,3 +23,12 @@ def slug(principal: str, context_id: str) -> str:
     digest = hashlib.sha256(f"{principal}\0{context_id}".encode()).hexdigest()[:10]
     readable = _SLUG.sub("-", context_id).strip(".-")[:48] or "context"
     return f"{readable}-{digest}"
+
+
+def principal_dir(principal: str) -> str:
+    """The folder of one principal's workspaces under the root (readable, unique, never a
+    path): a sandbox binds it whole, so a workspace made later is seen by that principal's
+    running agent server, and nobody else's is."""
+    digest = hashlib.sha256(principal.encode()).hexdigest()[:10]
+    readable = _SLUG.sub("-", principal).strip(".-")[:32] or "principal"
+    return f"{readable}-{digest}"

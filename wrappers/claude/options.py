@@ -10,6 +10,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
 
+from core.backend import sandbox
 from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from wrappers.claude.config import ClaudeConfig
@@ -102,7 +103,8 @@ def build_options(
     `can_use_tool` is the permission callback of `approvals.mode: ask` (None: the configured
     rules decide alone, and what they leave open is denied)."""
     return ClaudeAgentOptions(
-        cli_path=cli,
+        # In a sandbox: a launcher that runs the CLI inside it (the SDK starts the CLI).
+        cli_path=None if cli is None else sandbox.sdk_cli(cli),
         cwd=cwd or working_directory(config),
         model=config.model,
         fallback_model=config.fallback_model,

@@ -15,7 +15,7 @@ import structlog
 from anyio.abc import TaskGroup
 from copilot import CopilotClient, RuntimeConnection
 
-from core.backend import binaries, procfs
+from core.backend import binaries, procfs, sandbox
 from core.backend.base import BackendUnavailableError
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource
 from core.backend.process import track, untrack
@@ -144,7 +144,8 @@ class CopilotRuntime:
             cli = find_cli(self._config, self._environ)
         except CliNotFoundError as exc:
             raise BackendUnavailableError(str(exc)) from exc
-        connection = RuntimeConnection.for_stdio(path=str(cli))
+        # In a sandbox: a launcher that runs the CLI inside it (the SDK starts the CLI).
+        connection = RuntimeConnection.for_stdio(path=sandbox.sdk_cli(cli))
         connection.env = child_env(self._config, self._environ)
         byok = self._config.provider is not None
         client = CopilotClient(
