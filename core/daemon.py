@@ -141,7 +141,7 @@ class Daemon:
             heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
             lease = Cluster(db, tasks, heartbeat, push, on_lease_lost=self.service.stop_turns)
             self.cluster.append(lease)
-        self.ops = Operations(self.service)
+        self.ops = Operations(self.service, budgets=self.budgets, workspaces=workspaces)
         self._stopping: anyio.Event | None = None
         self._stop_asked = False
 
