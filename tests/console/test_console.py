@@ -211,3 +211,27 @@ async def test_a_cross_site_post_without_the_csrf_token_is_refused(
         assert state_of(daemon, ALICE, asked["id"]).endswith("INPUT_REQUIRED")
 
     await asyncio.to_thread(scenario)
+
+
+async def test_several_questions_are_approved_at_once_and_the_page_shows_it(
+    daemon: str,
+) -> None:
+    def scenario() -> None:
+        first = send(daemon, ALICE, "approve: make build")
+        second = send(daemon, ALICE, "approve: make test")
+        for task in (first, second):
+            until(lambda t=task: state_of(daemon, ALICE, t["id"]).endswith("REQUIRED"), "asks")
+        with chromium() as driver:
+            sign_in(driver, daemon, ALICE)
+            pending = text(driver, "#pending")
+            assert "make build" in pending and "make test" in pending
+            screenshot(driver, "index-pending-several")
+            driver.find_element(By.CSS_SELECTOR, "#pending button.approve").click()
+            # Reflected at once: the page after the click asks nothing any more.
+            until(lambda: "None." in text(driver, "#pending"), "no longer pending")
+            for task, tool in ((first, "make build"), (second, "make test")):
+                until(lambda t=task: state_of(daemon, ALICE, t["id"]).endswith("COMPLETED"), "ran")
+                driver.get(f"{daemon}/console/tasks/{task['id']}")
+                until(lambda t=tool: f"ran {t}" in text(driver, "#answer"), "the command's answer")
+
+    await asyncio.to_thread(scenario)

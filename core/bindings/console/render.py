@@ -222,8 +222,9 @@ def _message(message: Message) -> str:
 def task_page(task: Task, csrf: str) -> str:
     state = state_name(task)
     live = not task.status.state.terminal and task.status.state != TaskState.INPUT_REQUIRED
-    status = _text(task.status.message.parts) if task.status.message else ""
     asked = question(task)
+    # A question shows as its form; its text would repeat it.
+    status = _text(task.status.message.parts) if task.status.message and not asked else ""
     answer_parts = [a for a in task.artifacts or [] if a.name != CHANGES]
     changes = [
         _changes(task, i, a) for i, a in enumerate(task.artifacts or []) if a.name == CHANGES
