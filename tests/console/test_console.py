@@ -91,6 +91,11 @@ def state_of(url: str, token: str, task_id: str) -> str:
     return str(get(url, token, task_id)["status"]["state"])
 
 
+def reaches(url: str, task_id: str, state: str) -> Callable[[], bool]:
+    """Whether alice's task is in `state` now (for `until`)."""
+    return lambda: state_of(url, ALICE, task_id) == f"TASK_STATE_{state}"
+
+
 async def test_a_task_sent_by_json_rpc_appears_live_and_its_answer_streams_in(
     daemon: str, backend: ScriptedBackend
 ) -> None:
@@ -220,7 +225,7 @@ async def test_several_questions_are_approved_at_once_and_the_page_shows_it(
         first = send(daemon, ALICE, "approve: make build")
         second = send(daemon, ALICE, "approve: make test")
         for task in (first, second):
-            until(lambda t=task: state_of(daemon, ALICE, t["id"]).endswith("REQUIRED"), "asks")
+            until(reaches(daemon, task["id"], "INPUT_REQUIRED"), "asks")
         with chromium() as driver:
             sign_in(driver, daemon, ALICE)
             pending = text(driver, "#pending")
@@ -230,8 +235,8 @@ async def test_several_questions_are_approved_at_once_and_the_page_shows_it(
             # Reflected at once: the page after the click asks nothing any more.
             until(lambda: "None." in text(driver, "#pending"), "no longer pending")
             for task, tool in ((first, "make build"), (second, "make test")):
-                until(lambda t=task: state_of(daemon, ALICE, t["id"]).endswith("COMPLETED"), "ran")
+                until(reaches(daemon, task["id"], "COMPLETED"), "ran")
                 driver.get(f"{daemon}/console/tasks/{task['id']}")
-                until(lambda t=tool: f"ran {t}" in text(driver, "#answer"), "the command's answer")
+                assert f"ran {tool}" in text(driver, "#answer")
 
     await asyncio.to_thread(scenario)
