@@ -240,3 +240,19 @@ async def test_several_questions_are_approved_at_once_and_the_page_shows_it(
                 assert f"ran {tool}" in text(driver, "#answer")
 
     await asyncio.to_thread(scenario)
+
+
+async def test_a_question_is_answered_in_words_from_the_task_page(daemon: str) -> None:
+    def scenario() -> None:
+        asked = send(daemon, ALICE, "ask: Which branch?", context="ctx-words")
+        until(reaches(daemon, asked["id"], "INPUT_REQUIRED"), "asks")
+        with chromium() as driver:
+            sign_in(driver, daemon, ALICE)
+            driver.get(f"{daemon}/console/tasks/{asked['id']}")
+            assert "Which branch?" in text(driver, "#status")
+            driver.find_element(By.CSS_SELECTOR, "form.reply textarea").send_keys("echo: main")
+            driver.find_element(By.CSS_SELECTOR, "form.reply button").click()
+            until(lambda: "completed" in text(driver, "#state"), "completed")
+            until(lambda: "main" in text(driver, "#answer"), "answered")
+
+    await asyncio.to_thread(scenario)

@@ -18,10 +18,10 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 
 from core.api.host import Binding, Host
-from core.bindings.console import CONSOLE, add_console, console_enabled
 from core.bindings.http import jsonrpc, rest, rest_v03
 from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
+from core.bindings.http.console import CONSOLE, add_console, console_enabled
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
 from core.bindings.http.rest_common import Endpoint, rest_not_found
 from core.usage.build import observed_paths

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from core.api.principals import ANONYMOUS, Principals
-from core.bindings.console.signin import same_origin
+from core.bindings.http.console.signin import same_origin
 from core.settings import Settings
 from core.settings.server import is_loopback
 

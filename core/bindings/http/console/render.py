@@ -8,9 +8,10 @@ import binascii
 from collections.abc import Iterable
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from core.api.operations import Spending, WorkspaceView
-from core.bindings.console import diff
+from core.bindings.http.console import diff
 from core.engine.turn.approvals import REQUEST_TYPE
 from core.wire.enums import TaskState
 from core.wire.models import Artifact, Message, Part, Task
@@ -113,6 +114,15 @@ def approval_form(task: Task, asked: dict[str, Any], csrf: str) -> str:
     )
 
 
+def reply_form(task: Task, csrf: str) -> str:
+    return (
+        f'<form method="post" action="/console/tasks/{escape(task.id)}/reply" class="reply">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<textarea name="text" rows="3" placeholder="your answer"></textarea>'
+        "<button>Send</button></form>"
+    )
+
+
 def pending(tasks: list[Task], csrf: str) -> str:
     waiting = [(t, q) for t in tasks if (q := question(t)) is not None]
     if not waiting:
@@ -160,7 +170,21 @@ USAGE_HEAD = (
 )
 
 
-def contexts(groups: dict[str, list[Task]], usage: dict[str, Spending]) -> str:
+def _pages(total: int, *, first: bool, later: str) -> str:
+    links = ['<a href="/console">newest</a>'] if not first else []
+    if later:
+        links.append(f'<a href="/console?page={quote(later)}">older tasks</a>')
+    return f'<p class="muted">{total} tasks in all, newest first. {" &middot; ".join(links)}</p>'
+
+
+def contexts(
+    groups: dict[str, list[Task]],
+    usage: dict[str, Spending],
+    *,
+    total: int = 0,
+    first: bool = True,
+    later: str = "",
+) -> str:
     if not groups:
         none = '<p class="muted">No tasks yet.</p>'
         return f'<section id="contexts"><h2>Contexts</h2>{none}</section>'
@@ -180,7 +204,8 @@ def contexts(groups: dict[str, list[Task]], usage: dict[str, Spending]) -> str:
             f"{spent.used.tokens} tokens, cost left {_money(spent.left().max_cost_usd)}</span>"
             f"</summary><table>{rows}</table></details>"
         )
-    return f'<section id="contexts"><h2>Contexts</h2>{"".join(blocks)}</section>'
+    pages = _pages(total, first=first, later=later)
+    return f'<section id="contexts"><h2>Contexts</h2>{pages}{"".join(blocks)}</section>'
 
 
 def _bytes(part: Part) -> bytes:
@@ -231,6 +256,8 @@ def task_page(task: Task, csrf: str) -> str:
     ]
     history = "".join(_message(m) for m in task.history or [])
     ask = approval_form(task, asked, csrf) if asked is not None else ""
+    if asked is None and task.status.state in {TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED}:
+        ask = reply_form(task, csrf)
     answer = "".join(_text(a.parts) for a in answer_parts)
     return (
         f'<section class="task" id="task" data-task="{escape(task.id)}" '

@@ -26,7 +26,7 @@ function followIndex(live) {
   // user is filling in is left alone.
   setInterval(async () => {
     if (live.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return;
-    const response = await fetch("/console/part", { credentials: "same-origin" });
+    const response = await fetch(`/console/part${window.location.search}`, { credentials: "same-origin" });
     if (!response.ok) return;
     const html = await response.text();
     if (html !== live.dataset.last) {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from core.api.host import Host
-from core.bindings.console.signin import PREFIX
+from core.bindings.http.console.signin import PREFIX
 from core.settings import Settings
 from core.settings.server import is_loopback
 
@@ -22,6 +22,6 @@ def console_enabled(settings: Settings) -> bool:
 
 
 def add_console(app: web.Application, host: Host) -> None:
-    from core.bindings.console.views import add_routes  # noqa: PLC0415 - only when on
+    from core.bindings.http.console.views import add_routes  # noqa: PLC0415 - only when on
 
     add_routes(app, host)

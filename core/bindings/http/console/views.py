@@ -14,8 +14,8 @@ import structlog
 from aiohttp import web
 
 from core.api.host import Host
-from core.bindings.console import render
-from core.bindings.console.signin import PREFIX, Session, SignIns, csrf_ok, set_cookie
+from core.bindings.http.console import render
+from core.bindings.http.console.signin import PREFIX, Session, SignIns, csrf_ok, set_cookie
 from core.bindings.http.sse import stream_events
 from core.wire.enums import TaskState
 from core.wire.errors import DaemonError, TaskNotFoundError
@@ -56,6 +56,7 @@ def add_routes(app: web.Application, host: Host) -> None:
     routes.add_get(PREFIX + "/tasks/{id}/events", _signed(task_events))
     routes.add_get(PREFIX + "/tasks/{id}/changes/{index:\\d+}.patch", _signed(download))
     routes.add_post(PREFIX + "/tasks/{id}/answer", _signed(answer_one, changes=True))
+    routes.add_post(PREFIX + "/tasks/{id}/reply", _signed(reply, changes=True))
     routes.add_post(f"{PREFIX}/answer", _signed(answer_many, changes=True))
     routes.add_static(f"{PREFIX}/static", STATIC, append_version=False)
 
@@ -143,13 +144,25 @@ async def logout(request: web.Request, session: Session) -> web.StreamResponse:
     return response
 
 
-async def all_tasks(host: Host, principal: str) -> list[Task]:
-    """Every task of `principal`, most recent first."""
+async def _page(host: Host, principal: str, token: str | None) -> tuple[list[Task], str, int]:
+    """One page of `principal`'s tasks, most recent first: the tasks, the next page's token
+    and how many there are in all."""
+    page = await host.ops.list_tasks(
+        principal, ListTasksRequest(page_size=PAGE, page_token=token or None, history_length=1)
+    )
+    return page.tasks, page.next_page_token, page.total_size
+
+
+async def _waiting(host: Host, principal: str) -> list[Task]:
+    """Every task of `principal` that waits for an answer, whatever page it is on."""
     found: list[Task] = []
     token: str | None = None
     while True:
         page = await host.ops.list_tasks(
-            principal, ListTasksRequest(page_size=PAGE, page_token=token, history_length=1)
+            principal,
+            ListTasksRequest(
+                status=TaskState.INPUT_REQUIRED, page_size=PAGE, page_token=token, history_length=0
+            ),
         )
         found.extend(page.tasks)
         token = page.next_page_token
@@ -157,16 +170,16 @@ async def all_tasks(host: Host, principal: str) -> list[Task]:
             return found
 
 
-async def _lists(host: Host, session: Session) -> str:
-    tasks = await all_tasks(host, session.principal)
+async def _lists(host: Host, session: Session, token: str | None) -> str:
+    tasks, later, total = await _page(host, session.principal, token)
     groups: dict[str, list[Task]] = {}
     for task in tasks:
         groups.setdefault(task.context_id, []).append(task)
     usage = {c: host.ops.usage(session.principal, c)[0] for c in groups}
     _, mine = host.ops.usage(session.principal, "")
     return (
-        render.pending(tasks, session.csrf)
-        + render.contexts(groups, usage)
+        render.pending(await _waiting(host, session.principal), session.csrf)
+        + render.contexts(groups, usage, total=total, first=not token, later=later)
         + '<section id="usage"><h2>Usage</h2><table>'
         + render.USAGE_HEAD
         + render.spending(f"principal {session.principal}", mine)
@@ -181,13 +194,14 @@ async def index(request: web.Request, session: Session) -> web.StreamResponse:
     card = host.card.document_for(base, strict=False)
     ready = await host.ops.readiness()
     head = render.agent(card, host.ops.backend_name, ready.ok, ready.message or "", _version())
-    body = f'{head}<div id="live">{await _lists(host, session)}</div>'
+    page = await _lists(host, session, request.query.get("page"))
+    body = f'{head}<div id="live">{page}</div>'
     return _html(render.page("Console", body, csrf=session.csrf, principal=session.principal))
 
 
 async def index_part(request: web.Request, session: Session) -> web.StreamResponse:
     """The live part of the index (pending approvals, contexts, usage) for the page's script."""
-    return _html(await _lists(request.app[HOST], session))
+    return _html(await _lists(request.app[HOST], session, request.query.get("page")))
 
 
 async def workspaces(request: web.Request, session: Session) -> web.StreamResponse:
@@ -277,22 +291,27 @@ async def download(request: web.Request, session: Session) -> web.StreamResponse
 
 
 async def _answer(host: Host, principal: str, task_id: str, decision: str, note: str) -> None:
-    task = await host.ops.get_task(principal, GetTaskRequest(id=task_id))
     data: dict[str, str] = {"decision": decision}
     if note:
         data["message"] = note
+    await _continue(host, principal, task_id, Part(data=data, media_type="application/json"))
+    log.info("console.answered", task_id=task_id, decision=decision)
+
+
+async def _continue(host: Host, principal: str, task_id: str, part: Part) -> None:
+    """The caller's message on the task, as an A2A client would send it; returns at once."""
+    task = await host.ops.get_task(principal, GetTaskRequest(id=task_id))
     message = Message(
         message_id=f"console-{uuid.uuid4().hex}",
         role="ROLE_USER",
         task_id=task.id,
         context_id=task.context_id,
-        parts=[Part(data=data, media_type="application/json")],
+        parts=[part],
     )
     request = SendMessageRequest(
         message=message, configuration=SendMessageConfiguration(return_immediately=True)
     )
     await host.ops.send_message(principal, request)
-    log.info("console.answered", task_id=task.id, decision=decision)
 
 
 def _decision(form: object) -> str:
@@ -307,6 +326,17 @@ async def answer_one(request: web.Request, session: Session) -> web.StreamRespon
     task_id = request.match_info["id"]
     note = str(form.get("message", ""))
     await _answer(request.app[HOST], session.principal, task_id, _decision(form), note)
+    raise web.HTTPSeeOther(f"{PREFIX}/tasks/{task_id}")
+
+
+async def reply(request: web.Request, session: Session) -> web.StreamResponse:
+    """A text answer to a task that asks something other than an approval."""
+    form = await request.post()
+    task_id = request.match_info["id"]
+    text = str(form.get("text", "")).strip()
+    if not text:
+        raise web.HTTPSeeOther(f"{PREFIX}/tasks/{task_id}")
+    await _continue(request.app[HOST], session.principal, task_id, Part(text=text))
     raise web.HTTPSeeOther(f"{PREFIX}/tasks/{task_id}")
 
 
