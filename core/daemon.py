@@ -11,6 +11,7 @@ bindings of the daemon (`core.api.host`), neither owning the other.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from core.bindings.http.push_sender import HttpPushSender
 from core.cluster.events import ClusterEvents
 from core.cluster.lease import Cluster
 from core.cluster.turns import ClusterTurns, ReplicaTasks
+from core.engine.observer import NO_OBSERVER, Observers, TurnObserver
 from core.engine.policy import Hooks, load_hook
 from core.engine.remote import NO_REMOTE, RemoteTasks
 from core.engine.service import TaskService
@@ -45,12 +47,17 @@ from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
 from core.settings.sections import engine_config, workspace_config
+from core.settings.usage import budget_config
 from core.storage.kinds import storage_for
 from core.storage.push import PushStore
 from core.storage.sessions import SessionStore
 from core.storage.sqlite.database import ForeignStorageError
 from core.storage.tasks import TaskStore
-from core.usage.build import build_budgets, build_observers
+from core.usage.budgets import Budgets
+from core.usage.metrics import Metrics
+from core.usage.observe import RequestSink
+from core.usage.observers import AppObservers
+from core.usage.tracing import Tracing, default_provider
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.plugin import WorkspaceHooks
 
@@ -87,7 +94,7 @@ class Daemon:
         agent = backend or registry.create_backend(settings.backend, settings.backend_config())
         self.observers = build_observers(settings, agent, tracer_provider)
         self.storage = storage_for(settings)
-        self.budgets = build_budgets(settings, self.storage.usage)
+        self.budgets = Budgets(budget_config(settings.budget), self.storage.usage)
         session_store = session_store or self.storage.sessions
         workspaces = WorkspaceManager(workspace_config(settings), session_store)
         workspace_hooks = WorkspaceHooks(workspaces)
@@ -131,6 +138,7 @@ class Daemon:
                 turn=chain(self.budgets, workspace_hooks),
                 hooks=build_hooks(settings),
                 observer=self.observers.turns,
+                budget=self.budgets,
             ),
             push=push,
             remote=remote,
@@ -238,6 +246,48 @@ def create_app(settings: Settings, **parts: Any) -> HttpApp:
     daemon with its other bindings, its shutdown stops it. `parts` are Daemon's overrides."""
     daemon = Daemon(settings, **parts)
     return hosted_app(daemon, [b for b in bindings_for(settings) if b is not http.serve])
+
+
+def build_observers(
+    settings: Settings, backend: Backend, tracer_provider: TracerProvider | None = None
+) -> AppObservers:
+    """Metrics (`metrics.enabled`) and traces (`tracing.enabled`; `tracer_provider` replaces
+    the OTLP one, for tests)."""
+    sinks: list[RequestSink] = []
+    turns: list[TurnObserver] = []
+    metrics = None
+    if settings.metrics.enabled:
+        metrics = Metrics(backend.name, _version())
+        warm = getattr(backend, "warm_sessions", None)
+        if callable(warm):
+            metrics.warm.set_function(lambda: float(warm()))
+        sinks.append(metrics)
+        turns.append(metrics)
+    tracing = None
+    if settings.tracing.enabled:
+        model = getattr(settings.backend_block(), "model", None)
+        tracing = Tracing(
+            tracer_provider or default_provider(),
+            agent=settings.agent_card.name,
+            backend=backend.name,
+            model=model if isinstance(model, str) else None,
+            model_provider=getattr(backend, "model_provider", None),
+        )
+        sinks.append(tracing)
+        turns.append(tracing)
+    observer: TurnObserver = NO_OBSERVER
+    if len(turns) == 1:
+        observer = turns[0]
+    elif turns:
+        observer = Observers(turns)
+    return AppObservers(metrics, tracing, tracer_provider is None, tuple(sinks), observer)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("a2a-wrapper")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def build_push(

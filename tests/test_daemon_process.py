@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -219,3 +220,30 @@ def test_check_and_schema_commands(tmp_path: Path) -> None:
         [str(EXE), "schema"], capture_output=True, text=True, timeout=30, check=True
     )
     assert '"additionalProperties": false' in schema.stdout
+
+
+def _raw_get(url: str, target: str) -> bytes:
+    """Send `GET target` on a socket of its own and read what comes back (b"" on a reset)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    request = f"GET {target} HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        try:
+            conn.sendall(request)
+            answer = b""
+            while b"\r\n\r\n" not in answer and (chunk := conn.recv(65536)):
+                answer += chunk
+        except ConnectionResetError:
+            return b""
+    return answer
+
+
+def test_a_rest_get_with_a_1_mb_id_is_414_not_a_reset(tmp_path: Path, daemons: MakeDaemon) -> None:
+    daemon = daemons(_config(tmp_path))
+    url = daemon.start()
+
+    answer = _raw_get(url, "/a2a/rest/tasks/" + "x" * 1_000_000)
+
+    assert answer.startswith(b"HTTP/1.1 414 "), answer[:200]
+    ok = httpx.get(f"{url}/a2a/rest/tasks/no-such-task", headers=V1, timeout=10)
+    assert ok.status_code == 404  # the daemon keeps serving
+    assert daemon.stop() == 0

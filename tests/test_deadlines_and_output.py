@@ -91,9 +91,25 @@ async def test_stream_mode_sends_each_delta_once_as_an_artifact_chunk(
     assert len({c["artifact"]["artifactId"] for c in chunks}) == 1
     task_id = chunks[0]["taskId"]
     stored = (await call(client, "GetTask", {"id": task_id}))["result"]
+    # The chunks were for the stream: the stored task holds the answer as one text part.
     (artifact,) = stored["artifacts"]
-    assert "".join(p["text"] for p in artifact["parts"]) == "Hello, world"
+    assert artifact["parts"] == [{"text": "Hello, world"}]
+    assert artifact["name"] == "response"
     assert stored["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_stream_mode_a_blocking_send_answers_with_one_text_part(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(make_settings(output={"mode": "stream"}))
+
+    task = await send(client, "deltas: Hel|lo, |wor|ld")
+    stored = (await call(client, "GetTask", {"id": task["id"]}))["result"]
+
+    for seen in (task, stored):
+        (artifact,) = seen["artifacts"]
+        assert artifact["name"] == "response"
+        assert artifact["parts"] == [{"text": "Hello, world"}]
 
 
 async def test_the_last_chunk_carries_text_even_when_usage_comes_after_it(

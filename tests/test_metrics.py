@@ -3,6 +3,11 @@ its counters match the requests and turns made."""
 
 from __future__ import annotations
 
+import secrets
+
+import grpc
+import pytest
+
 from tests.conftest import MakeClient, make_settings
 from tests.support.metrics import scrape, value
 from tests.support.polling import until
@@ -99,3 +104,44 @@ async def test_metrics_can_be_turned_off(make_client: MakeClient) -> None:
     client = await make_client(make_settings(metrics={"enabled": False}))
 
     assert (await client.get("/metrics")).status in (401, 404)
+
+
+async def test_caller_chosen_method_names_never_become_label_values(
+    make_client: MakeClient,
+) -> None:
+    """500 made-up methods over every way in leave the series count where it was: a name the
+    daemon does not know is counted as `other`."""
+    client = await make_client(make_settings(server={"grpcPort": 0}))
+    await call(client, "GetTask", {"id": "warm-up"})
+    before = await scrape(client)
+    card = await (await client.get("/.well-known/agent-card.json")).json()
+    address = next(i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC")
+
+    async with grpc.aio.insecure_channel(address) as channel:
+        for i in range(125):
+            name = secrets.token_hex(6)
+            await call(client, f"Made{name}", {})
+            legacy = {"jsonrpc": "2.0", "id": i, "method": f"tasks/{name}", "params": {}}
+            await client.post("/", json=legacy, headers={"A2A-Version": "0.3"})
+            await client.get(f"/a2a/rest/{name}", headers=V1)
+            await client.post(f"/v1/{name}:do", json={})
+            unknown: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+                f"/lf.a2a.v1.A2AService/{name}"
+            )
+            with pytest.raises(grpc.aio.AioRpcError):
+                await unknown(b"", metadata=(("a2a-version", "1.0"),))
+    after = await scrape(client)
+
+    grown = {name for name, _ in after} - {name for name, _ in before}
+    # A few label sets (`other` per binding and version), each a histogram: not 500 of them.
+    assert len(after) - len(before) <= 100, sorted(set(after) - set(before))[:20]
+    assert not grown, grown
+    other = value(
+        after,
+        "a2a_requests_total",
+        method="other",
+        version="1.0",
+        binding="jsonrpc",
+        outcome="MethodNotFoundError",
+    )
+    assert other == 250

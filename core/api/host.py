@@ -20,7 +20,7 @@ from core.api.card import CardProvider
 from core.api.operations import Operations
 from core.engine.service import TaskService
 from core.settings import Settings
-from core.usage.build import AppObservers
+from core.usage.observers import AppObservers
 
 
 class Host(Protocol):

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from core.engine.config import Limits
-from core.engine.lanes import Lane, TurnLanes
-from core.engine.limits import TurnSlots, check_message
+from core.engine.lanes import Lane
+from core.engine.limits import TurnPlaces, check_message
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import answer_of
-from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
+from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TurnBudget, TurnHooks
 from core.push.configs import PushConfigs
 from core.push.dispatcher import PushDispatcher
 from core.storage.push import PushVersion, StoredConfig
@@ -46,21 +46,19 @@ class Admission:
         push: PushDispatcher | None,
         push_configs: PushConfigs,
         draining: Callable[[], bool],
+        budget: TurnBudget = NO_BUDGET,
+        places: TurnPlaces,
         plugin: TurnHooks = NO_TURN_HOOKS,
     ) -> None:
         self._limits = limits
+        self.budget = budget
         self._plugin = plugin
         self._live = live
         self._queries = queries
         self._push = push
         self._push_configs = push_configs
         self._draining = draining
-        self.lanes = TurnLanes(limits.max_queued_turns)
-        self.slots = TurnSlots(
-            limits.max_concurrent_turns,
-            limits.max_concurrent_turns_per_principal,
-            limits.max_waiting_turns,
-        )
+        self.lanes, self.slots = places.lanes, places.slots
 
     async def approval_answer(
         self, principal: str, message: Message
@@ -83,8 +81,10 @@ class Admission:
     async def admit(
         self, principal: str, request: SendMessageRequest, version: PushVersion
     ) -> tuple[TaskRun, Lane]:
-        """Validate, take a place in the context's lane and a turn slot, then persist the
-        SUBMITTED task (and the inline push config, before any event of the task exists).
+        """Validate, reserve what the turn may spend (the budgets), take a place in the
+        context's lane and a turn slot, then persist the SUBMITTED task (and the inline push
+        config, before any event of the task exists). The scheduler gives the reservation back
+        when the turn is over, whether it ran or not.
 
         Everything between the checks and the run's admission is synchronous, so two
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
@@ -106,44 +106,57 @@ class Admission:
                 "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
             )
             await self._push_configs.vet(inline, field)
-        if message.task_id:
-            task = await self._queries.load(principal, message.task_id)
-            self._plugin.check_admission(principal, task.context_id)
-            run = self._continuable(principal, task, message)
-            user = message.model_copy(update={"context_id": task.context_id})
-        else:
-            context_id = message.context_id or new_id()
-            self._plugin.check_admission(principal, context_id)
-            task_id = new_id()
-            user = message.model_copy(update={"context_id": context_id, "task_id": task_id})
-            task = Task(
-                id=task_id,
-                context_id=context_id,
-                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
-            )
-            run = self._live.new(principal, task, new_context=message.context_id is None)
+        run, user = await self._reserved_run(principal, message)
+        task_id = run.task.id
         context_id = run.task.context_id
-        lane = self.lanes.reserve(principal, context_id)
+        try:
+            lane = self.lanes.reserve(principal, context_id)
+        except BaseException:
+            self.budget.unreserve(task_id)
+            raise
         try:
             self.slots.admit()
         except BaseException:
             self.lanes.leave(principal, context_id, lane)
+            self.budget.unreserve(task_id)
             raise
         self._live.hold(run)
         try:
             await run.admit(user)
             if inline is not None and self._push is not None:
-                task_id = run.task.id
                 config = inline.model_copy(update={"task_id": task_id, "id": inline.id or task_id})
                 await self._push.put(StoredConfig(principal, version, config))
         except BaseException:
             self.lanes.leave(principal, context_id, lane)
             self.slots.withdraw()
+            self.budget.unreserve(task_id)
             if run.in_flight:
                 run.finish()
             self._live.release(run)
             raise
         return run, lane
+
+    async def _reserved_run(self, principal: str, message: Message) -> tuple[TaskRun, Message]:
+        """The run the message starts a turn of (its task continued, or a new one) and the
+        user message as stored, with what the turn may spend reserved; nothing after the
+        reservation awaits, so no other admission runs between the check and the hold."""
+        if message.task_id:
+            task = await self._queries.load(principal, message.task_id)
+            # Only once the task may continue: a turn of it still in flight keeps its own
+            # reservation (reservations are by task).
+            run = self._continuable(principal, task, message)
+            self.budget.reserve(principal, task.context_id, task.id)
+            return run, message.model_copy(update={"context_id": task.context_id})
+        context_id = message.context_id or new_id()
+        task_id = new_id()
+        self.budget.reserve(principal, context_id, task_id)
+        task = Task(
+            id=task_id,
+            context_id=context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
+        )
+        run = self._live.new(principal, task, new_context=message.context_id is None)
+        return run, message.model_copy(update={"context_id": context_id, "task_id": task_id})
 
     def _continuable(self, principal: str, task: Task, message: Message) -> TaskRun:
         state = task.status.state

@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from core.engine.gate import Gate
-from core.wire.errors import UnsupportedOperationError
+from core.wire.errors import BusyError
 
 
-class LaneFullError(UnsupportedOperationError):
+class LaneFullError(BusyError):
     default_message = "Too many turns are queued for this context; retry later"
 
 

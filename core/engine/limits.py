@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
+from core.engine.config import Limits
 from core.engine.gate import Gate
-from core.wire.errors import InvalidParamsError, UnsupportedOperationError
+from core.engine.lanes import TurnLanes
+from core.wire.errors import BusyError, InvalidParamsError
 from core.wire.models import Message
 
 
-class TooManyTurnsError(UnsupportedOperationError):
+class TooManyTurnsError(BusyError):
     default_message = "Too many turns are waiting in this daemon; retry later"
 
 
@@ -80,3 +82,17 @@ class TurnSlots:
         if limiter is None:
             limiter = self._principals[principal] = Gate(self._per_principal)
         return limiter
+
+
+class TurnPlaces:
+    """The one owner of where a turn waits and runs: its context's lane (`server`'s queue per
+    context) and a turn slot (the daemon's and the principal's concurrency). Admission takes
+    both places before anything is stored; the scheduler runs the turn in them."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.lanes = TurnLanes(limits.max_queued_turns)
+        self.slots = TurnSlots(
+            limits.max_concurrent_turns,
+            limits.max_concurrent_turns_per_principal,
+            limits.max_waiting_turns,
+        )

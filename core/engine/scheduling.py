@@ -11,15 +11,16 @@ import structlog
 from anyio.abc import TaskGroup
 
 from core.backend import Turn
-from core.engine.admission import Admission
 from core.engine.config import Timeouts
 from core.engine.lanes import Lane
+from core.engine.limits import TurnPlaces
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.queries import LiveRuns
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.content import part_to_content
 from core.engine.turn.driver import TurnDriver, fail_crashed
+from core.engine.turn.plugins import TurnBudget
 from core.wire.errors import StorageUnavailableError
 from core.wire.models import SendMessageRequest
 
@@ -35,17 +36,19 @@ class Scheduler:
     def __init__(
         self,
         driver: TurnDriver,
-        admission: Admission,
+        places: TurnPlaces,
         live: LiveRuns,
         timeouts: Timeouts,
         approvals: Literal["policy", "ask"],
         *,
+        budget: TurnBudget,
         observer: TurnObserver = NO_OBSERVER,
     ) -> None:
         self._driver = driver
         self._observer = observer
-        self._lanes = admission.lanes
-        self._slots = admission.slots
+        self._lanes = places.lanes
+        self._slots = places.slots
+        self._budget = budget
         self._live = live
         self._timeouts = timeouts
         self._approvals = approvals
@@ -94,6 +97,9 @@ class Scheduler:
         finally:
             if waiting:
                 self._slots.withdraw()
+            # A turn that never ran (cancelled while queued, refused by a hook) holds its
+            # budget reservation until now; one that ran gave it back as it ended.
+            self._budget.unreserve(run.task.id)
             self._observer.ended(run, started=not waiting)
             run.finish()
             self._live.release(run)

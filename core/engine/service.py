@@ -18,6 +18,7 @@ from core.engine import readiness
 from core.engine.admission import Admission
 from core.engine.config import EngineConfig
 from core.engine.lifecycle import Lifecycle
+from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.readiness import Readiness
 from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
@@ -73,9 +74,10 @@ class TaskService:
         push: PushDispatcher | None = None,
         remote: RemoteTasks = NO_REMOTE,
     ) -> None:
-        """`plugins`: what extends the engine (workspaces and budgets, the policy hooks, the
-        turn observer); `remote`: the other replicas (their tasks can be watched and
-        cancelled from here, and this one's events reach them)."""
+        """`plugins`: what extends the engine (workspaces and budgets, the budget a turn
+        reserves as it is admitted, the policy hooks, the turn observer); `remote`: the other
+        replicas (their tasks can be watched and cancelled from here, and this one's events
+        reach them)."""
         config = config or EngineConfig()
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
@@ -112,6 +114,7 @@ class TaskService:
             cancel_timeout=timeouts.cancel,
             debug_errors=output.debug_errors,
         )
+        places = TurnPlaces(config.limits)
         self._admission = Admission(
             config.limits,
             self._live,
@@ -119,10 +122,18 @@ class TaskService:
             push=push,
             push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
+            budget=plugins.budget,
+            places=places,
             plugin=turn_hooks,
         )
         self._scheduler = Scheduler(
-            driver, self._admission, self._live, timeouts, approvals.mode, observer=observer
+            driver,
+            places,
+            self._live,
+            timeouts,
+            approvals.mode,
+            budget=plugins.budget,
+            observer=observer,
         )
         self._lifecycle = Lifecycle(
             config,

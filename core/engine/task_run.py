@@ -31,6 +31,7 @@ from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
+from core.engine.turn.content import joined_text
 from core.engine.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
 from core.storage.latch import Latch
 from core.storage.queued import Queued
@@ -470,10 +471,10 @@ class TaskRun:
             None,
         )
         if update.append and existing is not None:
-            merged = artifacts[existing]
-            artifacts[existing] = merged.model_copy(
-                update={"parts": [*merged.parts, *update.artifact.parts]}
-            )
+            # The stream carries each chunk; the stored task holds the text whole at the end.
+            parts = [*artifacts[existing].parts, *update.artifact.parts]
+            parts = joined_text(parts) if update.last_chunk else parts
+            artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
         elif existing is not None:
             artifacts[existing] = update.artifact
         else:

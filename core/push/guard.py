@@ -15,15 +15,35 @@ an entry names exactly that address, so allowing a range never opens them by acc
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
-from core.settings.server import parse_push_target
+
+def parse_push_target(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | str:
+    """One `push.allowedTargets` entry: a network (a bare address is a /32 or /128), or a
+    lower-case host name. Raises ValueError for anything else."""
+    text = entry.strip()
+    try:
+        return ipaddress.ip_network(text.strip("[]"), strict=False)
+    except ValueError:
+        pass
+    name = text.lower().rstrip(".")
+    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(x) for x in name.split(".")):
+        raise ValueError(f"{entry!r} is neither a CIDR nor a host name")
+    return name
+
+
+_HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
+# 169.254.169.254: AWS, GCP, Azure, OCI and most others; fd00:ec2::254: AWS over IPv6;
+# 100.100.100.200: Alibaba Cloud (inside 100.64.0.0/10, which a wide entry may allow).
 METADATA_ADDRESSES = frozenset(
-    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+    ipaddress.ip_address(address)
+    for address in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")
 )
 
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")

@@ -5,11 +5,11 @@ still the only reader of the config file and the environment."""
 from __future__ import annotations
 
 import ipaddress
-import re
 
 from pydantic import Field, SecretStr, field_validator
 
 from core.backend.config import Block
+from core.push.guard import parse_push_target
 
 
 def is_loopback(host: str) -> bool:
@@ -20,22 +20,6 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         return False
 
-
-def parse_push_target(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | str:
-    """One `push.allowedTargets` entry: a network (a bare address is a /32 or /128), or a
-    lower-case host name. Raises ValueError for anything else."""
-    text = entry.strip()
-    try:
-        return ipaddress.ip_network(text.strip("[]"), strict=False)
-    except ValueError:
-        pass
-    name = text.lower().rstrip(".")
-    if not name or len(name) > 253 or not all(_HOST_LABEL.fullmatch(x) for x in name.split(".")):
-        raise ValueError(f"{entry!r} is neither a CIDR nor a host name")
-    return name
-
-
-_HOST_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 
 MIN_TOKEN_LENGTH = 16
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from core.backend.config import Block
-from core.usage.budgets import BudgetConfig, Limit
+from core.usage.budget_tally import Limit
+from core.usage.budgets import BudgetConfig
 
 
 class TurnBudgetSettings(Block):

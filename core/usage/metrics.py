@@ -3,17 +3,16 @@
 One `Metrics` per app, on a registry of its own (two apps in one process never share
 counters). It is a request sink (core/usage/observe.py), the engine's `TurnObserver` and the
 push dispatcher's `observe` callback; every update is a counter or gauge step on a labelled
-child looked up once. `/metrics` answers loopback callers, or any caller with `metrics.token`.
+child looked up once. `/metrics` (core/bindings/http/metrics.py) answers loopback callers, or
+any caller with `metrics.token`.
 """
 
 from __future__ import annotations
 
-import hmac
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from aiohttp import web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -24,14 +23,14 @@ from prometheus_client import (
 )
 
 from core.backend import ToolCall, ToolResult, Turn, Usage
-from core.settings.server import is_loopback
 from core.usage.observe import RequestFacts
 
 if TYPE_CHECKING:
     from core.engine.task_run import TaskRun
-    from core.settings import Settings
 
 METRICS_PATH = "/metrics"
+# What `exposition` is served as.
+CONTENT_TYPE = CONTENT_TYPE_LATEST
 _TURN_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 _WAIT_BUCKETS = (0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300)
 
@@ -135,7 +134,7 @@ class Metrics:
 
     # ----- requests (a RequestSink) ----------------------------------------------------------
 
-    def request_started(self, request: web.Request, facts: RequestFacts) -> object:
+    def request_started(self, headers: Mapping[str, str], facts: RequestFacts) -> object:
         return time.perf_counter()
 
     def request_ended(self, facts: RequestFacts, token: object) -> None:
@@ -206,25 +205,9 @@ class Metrics:
     def push_outcome(self, outcome: str) -> None:
         self.push.labels(outcome).inc()
 
-    # ----- the endpoint ----------------------------------------------------------------------
-
-    def handler(self, settings: Settings) -> Callable[[web.Request], Awaitable[web.Response]]:
-        token = settings.metrics.token
-
-        async def serve(request: web.Request) -> web.Response:
-            if token is not None:
-                given = request.headers.get("Authorization", "")
-                if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                    return web.json_response({"error": "metrics.token is required"}, status=401)
-            elif not is_loopback(request.remote or ""):
-                return web.json_response(
-                    {"error": "/metrics answers loopback callers only (or set metrics.token)"},
-                    status=403,
-                )
-            body = generate_latest(self.registry)
-            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
-
-        return serve
+    def exposition(self) -> bytes:
+        """The registry in the Prometheus text format (`/metrics`)."""
+        return generate_latest(self.registry)
 
 
 def _outcome(run: TaskRun) -> str:

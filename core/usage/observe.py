@@ -1,30 +1,28 @@
 """What a request was, for metrics and traces: its A2A method, protocol version, binding,
 outcome and task, gathered while the bindings handle it.
 
-The `observe_requests` middleware makes one `RequestFacts` per A2A request (in a context
-variable, so the bindings and the engine's `admitted` call, made in the request, fill it in)
-and hands it to each sink (metrics, tracing) when the request ends, a stream included.
+`observing` makes one `RequestFacts` per A2A request (in a context variable, so the bindings
+and the engine's `admitted` call, made in the request, fill it in) and hands it to each sink
+(metrics, tracing) when the request ends, a stream included. The HTTP binding runs it as a
+middleware (core/bindings/http/observe.py).
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
-
-from aiohttp import web
-from aiohttp.typedefs import Middleware
 
 from core.wire.errors import DaemonError, protocol_name
 
 if TYPE_CHECKING:
     from core.engine.task_run import TaskRun
 
-JSONRPC_PATHS = frozenset({"/a2a/jsonrpc", "/a2a/jsonrpc/", "/"})
-# The REST bindings: v1.0 under /a2a/rest, v0.3 under /v1.
-REST_PREFIXES = ("/a2a/rest/", "/v1/")
-Endpoint = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# The `method` of a request whose name the daemon does not know: a caller's made-up name never
+# becomes a label value (each would be a series of its own, kept for the process's life).
+OTHER = "other"
 
 
 @dataclass
@@ -53,7 +51,8 @@ def current() -> RequestFacts | None:
 
 
 def method(name: str, version: str, task_id: object = None) -> None:
-    """The binding knows which A2A method (and which task, if the params name one)."""
+    """The binding knows which A2A method (and which task, if the params name one); `name` is
+    one of the daemon's own method names, or `OTHER`."""
     facts = _FACTS.get()
     if facts is not None:
         facts.method, facts.version = name, version
@@ -78,40 +77,28 @@ def admitted(run: TaskRun) -> None:
 
 
 class RequestSink(Protocol):
-    def request_started(self, request: web.Request, facts: RequestFacts) -> object:
-        """Called as the request begins; what it returns is handed to `request_ended`."""
+    def request_started(self, headers: Mapping[str, str], facts: RequestFacts) -> object:
+        """Called as the request begins (with its headers or metadata); what it returns is
+        handed to `request_ended`."""
         ...
 
     def request_ended(self, facts: RequestFacts, token: object) -> None: ...
 
 
-def binding_of(request: web.Request) -> str | None:
-    """The A2A binding a request uses, None for anything else (cards, health, metrics)."""
-    path = request.path
-    if request.method == "POST" and path in JSONRPC_PATHS:
-        return "jsonrpc"
-    if path.startswith(REST_PREFIXES):
-        return "rest"
-    return None
-
-
-def observe_requests(sinks: list[RequestSink]) -> Middleware:
-    @web.middleware
-    async def middleware(request: web.Request, handler: Endpoint) -> web.StreamResponse:
-        binding = binding_of(request)
-        if binding is None:
-            return await handler(request)
-        facts = RequestFacts(binding)
-        reset = _FACTS.set(facts)
-        tokens = [sink.request_started(request, facts) for sink in sinks]
-        try:
-            return await handler(request)
-        except BaseException as exc:
-            facts.outcome = type(exc).__name__
-            raise
-        finally:
-            _FACTS.reset(reset)
-            for sink, token in zip(sinks, tokens, strict=True):
-                sink.request_ended(facts, token)
-
-    return middleware
+@contextmanager
+def observing(
+    sinks: tuple[RequestSink, ...], binding: str, headers: Mapping[str, str]
+) -> Iterator[RequestFacts]:
+    """One A2A request of `binding`, watched by `sinks` from here to its end."""
+    facts = RequestFacts(binding)
+    reset = _FACTS.set(facts)
+    tokens = [sink.request_started(headers, facts) for sink in sinks]
+    try:
+        yield facts
+    except BaseException as exc:
+        facts.outcome = type(exc).__name__
+        raise
+    finally:
+        _FACTS.reset(reset)
+        for sink, token in zip(sinks, tokens, strict=True):
+            sink.request_ended(facts, token)

@@ -14,10 +14,10 @@ in a provider with an in-memory exporter.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -77,8 +77,8 @@ class Tracing:
 
     # ----- requests (a RequestSink) ----------------------------------------------------------
 
-    def request_started(self, request: web.Request, facts: RequestFacts) -> object:
-        parent = _PROPAGATOR.extract(request.headers)
+    def request_started(self, headers: Mapping[str, str], facts: RequestFacts) -> object:
+        parent = _PROPAGATOR.extract(headers)
         span = self._tracer.start_span("a2a.request", context=parent, kind=SpanKind.SERVER)
         span.set_attribute("a2a.binding", facts.binding)
         facts.traced = trace.get_current_span(parent).get_span_context().is_valid

@@ -48,6 +48,10 @@ class PayloadTooLargeError(InvalidRequestError):
     default_message = "Request body too large"
 
 
+class UriTooLongError(InvalidRequestError):
+    default_message = "The request's URI is too long"
+
+
 class MethodNotFoundError(DaemonError):
     default_message = "Method not found"
 
@@ -98,6 +102,13 @@ class UnsupportedOperationError(DaemonError):
     default_message = "This operation is not supported"
 
 
+class BusyError(UnsupportedOperationError):
+    """Too many turns are queued (a context's or the daemon's): the same message may succeed
+    later, so gRPC says RESOURCE_EXHAUSTED (retryable), not UNIMPLEMENTED."""
+
+    default_message = "Too many turns are queued; retry later"
+
+
 class BudgetExceededError(UnsupportedOperationError):
     """A budget (`budget.*`) is spent: the message is refused before anything is stored."""
 
@@ -139,6 +150,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     ParseError: WireForm(-32700, "PARSE_ERROR", 400, "INVALID_ARGUMENT", -32700),
     InvalidRequestError: WireForm(-32600, "INVALID_REQUEST", 400, "INVALID_ARGUMENT", -32600),
     PayloadTooLargeError: WireForm(-32600, "INVALID_REQUEST", 413, "INVALID_ARGUMENT", -32600),
+    UriTooLongError: WireForm(-32600, "INVALID_REQUEST", 414, "INVALID_ARGUMENT", -32600),
     MethodNotFoundError: WireForm(-32601, "METHOD_NOT_FOUND", 404, "NOT_FOUND", -32601),
     MethodNotAllowedError: WireForm(-32601, "METHOD_NOT_FOUND", 405, "UNIMPLEMENTED", -32601),
     InvalidParamsError: WireForm(-32602, "INVALID_PARAMS", 400, "INVALID_ARGUMENT", -32602),
@@ -155,6 +167,7 @@ ERROR_TABLE: dict[type[DaemonError], WireForm] = {
     UnsupportedOperationError: WireForm(
         -32004, "UNSUPPORTED_OPERATION", 400, "UNIMPLEMENTED", -32004
     ),
+    BusyError: WireForm(-32004, "UNSUPPORTED_OPERATION", 429, "RESOURCE_EXHAUSTED", -32004),
     BudgetExceededError: WireForm(
         -32004, "UNSUPPORTED_OPERATION", 429, "RESOURCE_EXHAUSTED", -32004
     ),

@@ -63,9 +63,6 @@ class WorkspaceHooks:
     def check_message(self, message: Message) -> None:
         self.refuse(message)
 
-    def check_admission(self, principal: str, context_id: str) -> None:
-        return None
-
     def refuse(self, message: Message) -> None:
         """InvalidParams for a patch part that is malformed, too large or names a path outside
         the workspace (only where contexts have workspaces of their own)."""

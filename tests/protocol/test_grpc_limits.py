@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient
 from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
+from tests.support.grpc_status import error_reason
 from tests.support.scripted import ScriptedBackend
 
 V1 = (("a2a-version", "1.0"),)
@@ -23,8 +24,8 @@ V1 = (("a2a-version", "1.0"),)
 def serve_grpc(
     aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]], backend: ScriptedBackend
 ) -> Callable[..., Awaitable[Any]]:
-    async def serve(**server: Any) -> Any:
-        settings = make_settings(server={"grpcPort": 0, **server})
+    async def serve(*, session: dict[str, Any] | None = None, **server: Any) -> Any:
+        settings = make_settings(server={"grpcPort": 0, **server}, session=session or {})
         app = create_app(settings, backend=backend, store=InMemoryTaskStore())
         http = await aiohttp_client(app)
         card = await (await http.get("/.well-known/agent-card.json")).json()
@@ -90,3 +91,30 @@ async def test_calls_in_flight_are_capped_by_max_connections(
     assert rest[-1].status_update.status.state == a2a_pb2.TASK_STATE_COMPLETED
     done = await stub.GetTask(a2a_pb2.GetTaskRequest(id=task.id), metadata=V1)
     assert done.status.state == a2a_pb2.TASK_STATE_COMPLETED
+
+
+async def test_a_full_context_queue_is_resource_exhausted_with_the_tables_error_info(
+    serve_grpc: Callable[..., Awaitable[Any]],
+    closing: list[grpc.aio.Channel],
+    backend: ScriptedBackend,
+) -> None:
+    channel, stub = await serve_grpc(session={"maxQueuedTurns": 1})
+    closing.append(channel)
+    # One turn runs and one (session.maxQueuedTurns) waits behind it.
+    running = (await stub.SendMessage(_in_context("block", now=True), metadata=V1)).task
+    await backend.entered(running.id).wait()
+    await stub.SendMessage(_in_context("echo: queued", now=True), metadata=V1)
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.SendMessage(_in_context("echo: one too many"), metadata=V1)
+    backend.release(running.id)
+
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "queued" in str(refused.value.details())
+    assert error_reason(refused.value) == "UNSUPPORTED_OPERATION"
+
+
+def _in_context(text: str, *, now: bool = False) -> a2a_pb2.SendMessageRequest:
+    request = _send(text, now=now)
+    request.message.context_id = "ctx-full"
+    return request

@@ -7,6 +7,7 @@ The prompt says what to do, so tests read as conversations:
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
   `metered: a|b`   the same, then report usage
+  `paid: X`   wait while `gate` is set and not yet open, answer X, report 12 tokens and 1 USD
   `stall`     report progress, then wait forever (for idle timeouts)
   `tool: N`   call tool N, then answer
   `approve: N`  ask permission for N (when the turn asks), then run it or report the denial
@@ -70,7 +71,13 @@ _SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
         Usage(input_tokens=10, output_tokens=2, model="scripted-1"),
     ],
     "tool": lambda arg: [ToolCall("call-1", arg, {"command": "ls"}), Text(f"ran {arg}")],
+    "paid": lambda arg: [
+        Text(arg),
+        Usage(input_tokens=10, output_tokens=2, cost_usd=1.0, model="scripted-1"),
+    ],
 }
+# Commands whose turn waits while a test holds the backend's `gate` closed.
+_GATED = frozenset({"paid"})
 
 
 class ScriptedBackend:
@@ -92,6 +99,8 @@ class ScriptedBackend:
         self.resume_prefix: str | None = None
         self.running = 0
         self.most_at_once = 0
+        # `paid` turns wait for it (when a test sets one), so they overlap for sure.
+        self.gate: anyio.Event | None = None
 
     def entered(self, task_id: str) -> anyio.Event:
         return self.block_entered.setdefault(task_id, anyio.Event())
@@ -142,6 +151,7 @@ class ScriptedBackend:
         yield SessionBound(session_id)
         command, _, arg = turn.text.partition(":")
         command, arg = command.strip(), arg.strip()
+        await self._through_gate(command)
         if command in _SCRIPTED:
             for event in _SCRIPTED[command](arg):
                 yield event
@@ -177,6 +187,10 @@ class ScriptedBackend:
                 yield Text("released")
             case _:
                 yield Text(turn.text)
+
+    async def _through_gate(self, command: str) -> None:
+        if command in _GATED and self.gate is not None:
+            await self.gate.wait()
 
     async def _permission(self, turn: Turn, tool: str) -> AsyncIterator[BackendEvent]:
         """Run `tool`, asking first when the turn says so (as a real agent's permission

@@ -10,6 +10,7 @@ CASES = [
     (e.ParseError, -32700, -32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR"),
     (e.InvalidRequestError, -32600, -32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"),
     (e.PayloadTooLargeError, -32600, -32600, 413, "INVALID_ARGUMENT", "INVALID_REQUEST"),
+    (e.UriTooLongError, -32600, -32600, 414, "INVALID_ARGUMENT", "INVALID_REQUEST"),
     (e.MethodNotFoundError, -32601, -32601, 404, "NOT_FOUND", "METHOD_NOT_FOUND"),
     (e.MethodNotAllowedError, -32601, -32601, 405, "UNIMPLEMENTED", "METHOD_NOT_FOUND"),
     (e.InvalidParamsError, -32602, -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
@@ -27,6 +28,7 @@ CASES = [
         "PUSH_NOTIFICATION_NOT_SUPPORTED",
     ),
     (e.UnsupportedOperationError, -32004, -32004, 400, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION"),
+    (e.BusyError, -32004, -32004, 429, "RESOURCE_EXHAUSTED", "UNSUPPORTED_OPERATION"),
     (e.BudgetExceededError, -32004, -32004, 429, "RESOURCE_EXHAUSTED", "UNSUPPORTED_OPERATION"),
     (
         e.ContentTypeNotSupportedError,

@@ -113,21 +113,9 @@ NOT_YET: dict[tuple[str, str], str] = {
     ),
     **dict.fromkeys(
         [
-            ("core/push/guard.py", "core.settings"),
             ("core/storage/kinds.py", "core.settings"),
-            ("core/usage/build.py", "core.settings"),
-            ("core/usage/metrics.py", "core.settings"),
         ],
         "take their own config section, built by the daemon",
-    ),
-    **dict.fromkeys(
-        [
-            ("core/usage/build.py", "aiohttp"),
-            ("core/usage/metrics.py", "aiohttp"),
-            ("core/usage/observe.py", "aiohttp"),
-            ("core/usage/tracing.py", "aiohttp"),
-        ],
-        "the request-side observers (middleware, /metrics) move to core/bindings/http",
     ),
 }
 

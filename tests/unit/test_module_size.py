@@ -36,3 +36,37 @@ def test_the_scan_counts_lines(tmp_path: Path) -> None:
     (tmp_path / "wrappers" / "x" / "small.py").write_text("pass\n" * LIMIT)
 
     assert oversized(tmp_path, "wrappers") == [f"wrappers/x/big.py: {LIMIT + 1} lines"]
+
+
+FOLDER_LIMIT = 20
+ROOT_MODULES = {"__init__.py", "cli.py", "daemon.py", "registry.py", "logs.py"}
+
+
+def crowded(root: Path, folder: str) -> list[str]:
+    """Folders holding more than FOLDER_LIMIT modules side by side (a sign that one is
+    several things)."""
+    found = []
+    for path in sorted(p for p in (root / folder).rglob("*") if p.is_dir()):
+        modules = [p for p in path.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > FOLDER_LIMIT:
+            found.append(f"{path.relative_to(root).as_posix()}: {len(modules)} modules")
+    return found
+
+
+def test_no_folder_in_core_holds_more_than_twenty_modules() -> None:
+    found = crowded(ROOT, "core")
+
+    assert not found, "split these into folders:\n  " + "\n  ".join(found)
+
+
+def test_the_core_root_holds_only_the_entry_points() -> None:
+    assert {p.name for p in (ROOT / "core").glob("*.py")} == ROOT_MODULES
+
+
+def test_the_folder_scan_counts_modules(tmp_path: Path) -> None:
+    (tmp_path / "core" / "big").mkdir(parents=True)
+    for n in range(FOLDER_LIMIT + 1):
+        (tmp_path / "core" / "big" / f"m{n}.py").write_text("")
+    (tmp_path / "core" / "big" / "__init__.py").write_text("")
+
+    assert crowded(tmp_path, "core") == [f"core/big: {FOLDER_LIMIT + 1} modules"]

@@ -52,6 +52,7 @@ BLOCKED = [
     ("0.0.0.0", "an unspecified address"),  # noqa: S104 - the address under test
     ("169.254.169.254", "a cloud metadata address"),
     ("[fd00:ec2::254]", "a cloud metadata address"),
+    ("100.100.100.200", "a cloud metadata address"),
     ("[::ffff:127.0.0.1]", "a loopback address"),
     ("100.64.0.1", "not a public address"),
 ]
@@ -146,12 +147,33 @@ async def test_allowed_targets_open_only_what_they_list() -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["http://169.254.169.254/", "http://[fd00:ec2::254]/", "http://metadata.internal/"]
+    "url",
+    [
+        "http://169.254.169.254/",
+        "http://[fd00:ec2::254]/",
+        "http://metadata.internal/",
+        "http://100.100.100.200/",
+        "http://[::ffff:100.100.100.200]/",
+        "http://[2002:6464:64c8::]/",
+        "http://aliyun.internal/",
+    ],
 )
 async def test_a_range_or_a_name_never_opens_the_metadata_address(url: str) -> None:
     sender = guard(
-        resolver({"metadata.internal": [["169.254.169.254"]]}),
-        allowed=["169.254.0.0/16", "fd00::/8", "metadata.internal"],
+        resolver(
+            {
+                "metadata.internal": [["169.254.169.254"]],
+                "aliyun.internal": [["100.100.100.200"]],
+            }
+        ),
+        allowed=[
+            "169.254.0.0/16",
+            "fd00::/8",
+            "100.64.0.0/10",
+            "2002::/16",
+            "metadata.internal",
+            "aliyun.internal",
+        ],
     )
     with pytest.raises(PushTargetRefusedError, match="a cloud metadata address"):
         await sender.vet(url)
@@ -160,6 +182,7 @@ async def test_a_range_or_a_name_never_opens_the_metadata_address(url: str) -> N
 async def test_the_metadata_address_listed_as_itself_is_allowed() -> None:
     await guard(allowed=["169.254.169.254"]).vet("http://169.254.169.254/")
     await guard(allowed=["fd00:ec2::254/128"]).vet("http://[fd00:ec2::254]/")
+    await guard(allowed=["100.100.100.200"]).vet("http://100.100.100.200/")
 
 
 @pytest.mark.parametrize("entry", ["http://hook.example/", "10.0.0.0/33", "bad_name", "a..b"])

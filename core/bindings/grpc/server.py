@@ -4,9 +4,12 @@ daemon's own event loop.
 Every RPC goes the way an HTTP request does: the bearer token in the `authorization` metadata
 names the principal (UNAUTHENTICATED without one, when tokens are configured), `a2a-version`
 metadata is checked against the service's version (missing = 0.3, §3.6), required extensions
-against `a2a-extensions`, and then the same operation the JSON-RPC binding calls runs on the
-same engine service. Errors leave as `google.rpc.Status` (`status.py`); a streaming RPC that
-fails after its first message ends with that status.
+against `a2a-extensions`; only then is the request message decoded (the handlers take the raw
+bytes, so a caller without a token learns nothing from the parser, and bytes that do not
+decode are a ParseError from the error table, INVALID_ARGUMENT, logged), and the same
+operation the JSON-RPC binding calls runs on the same engine service. Calls of unknown methods
+are logged too (rate-limited). Errors leave as `google.rpc.Status` (`status.py`); a streaming
+RPC that fails after its first message ends with that status.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import grpc
 import structlog
 from anyio.abc import TaskStatus
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from core.api import methods_v1
 from core.api.calls import Call, Streaming
@@ -33,19 +36,24 @@ from core.api.host import Host
 from core.api.negotiation import check_extension_values
 from core.api.operations import Operations
 from core.api.principals import Principals
+from core.api.ratelog import LogSummary
 from core.bindings.grpc import methods_v03
 from core.bindings.grpc.convert import message_class, message_of, params_of
 from core.bindings.grpc.protos import V03_SERVICE, V1_SERVICE
 from core.bindings.grpc.status import rpc_status
 from core.engine.startup import ListenError, failing_as
 from core.settings import Settings
-from core.wire.errors import InternalError
+from core.wire.errors import InternalError, ParseError
 from core.wire.versions import V0_3, V1_0, Version, parse_version, require
 
 log = structlog.get_logger(__name__)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 FINAL_EVENTS_GRACE = 1.0  # s
+UNDECODABLE = (
+    "The request message could not be decoded: it is not a valid protobuf message of this "
+    "method's request type (corrupt or truncated, nested too deep, or text that is not UTF-8)"
+)
 
 
 class _Unauthenticated(Exception):
@@ -60,6 +68,7 @@ class _Method:
     descriptor: MethodDescriptor
     handler: methods_v1.Handler
     version: Version
+    decode: Callable[[bytes], Message]
 
 
 class GrpcBinding:
@@ -71,10 +80,11 @@ class GrpcBinding:
         self._card = card
         self._principals = Principals(settings)
         self._server: grpc.aio.Server | None = None
+        self._logs = LogSummary()
 
     # ----- one call ---------------------------------------------------------------------------
 
-    def _call(self, request: Message, context: Context, version: Version) -> Call:
+    def _call(self, request: bytes, context: Context, method: _Method) -> Call:
         metadata = _metadata(context)
         principal = self._principals.of(_first(metadata, "authorization"))
         if principal is None:
@@ -82,11 +92,27 @@ class GrpcBinding:
             raise _Unauthenticated(
                 "A bearer token is required" if missing else "The bearer token is not valid"
             )
-        require(parse_version(_first(metadata, "a2a-version")), version)
+        require(parse_version(_first(metadata, "a2a-version")), method.version)
         extensions = metadata.get("a2a-extensions", []) + metadata.get("x-a2a-extensions", [])
         check_extension_values(extensions, self._card.required_extensions)
+        params = self._decoded(request, method)
         view = CardView(self._card, self._card.configured_base_url())
-        return Call(self._ops, principal, params_of(request), view)
+        return Call(self._ops, principal, params, view)
+
+    def _decoded(self, request: bytes, method: _Method) -> dict[str, Any]:
+        """The request message as the JSON bindings' params; ParseError when the bytes do
+        not decode (the parser's own words go to the log only)."""
+        try:
+            return params_of(method.decode(request))
+        except (DecodeError, RecursionError, ValueError) as exc:
+            self._logs.note(
+                "grpc.undecodable_request",
+                key=method.name,
+                method=method.name,
+                bytes=len(request),
+                error=str(exc)[:200],
+            )
+            raise ParseError(UNDECODABLE) from exc
 
     async def _abort(self, context: Context, exc: Exception, version: Version) -> None:
         if isinstance(exc, _Unauthenticated):
@@ -95,13 +121,13 @@ class GrpcBinding:
         code, message, trailers = rpc_status(error, "1.0" if version == V1_0 else "0.3")
         await context.abort(code, message, trailing_metadata=trailers)
 
-    def _unary(self, method: _Method) -> Callable[[Message, Context], Any]:
+    def _unary(self, method: _Method) -> Callable[[bytes, Context], Any]:
         response = method.descriptor.output_type
 
-        async def unary(request: Message, context: Context) -> Message:
+        async def unary(request: bytes, context: Context) -> Message:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(self._call(request, context, method.version))
+                    result = await method.handler(self._call(request, context, method))
                     return message_of(_single(result), response)
                 except Exception as exc:
                     await self._abort(context, exc, method.version)
@@ -109,13 +135,13 @@ class GrpcBinding:
 
         return unary
 
-    def _streaming(self, method: _Method) -> Callable[[Message, Context], Any]:
+    def _streaming(self, method: _Method) -> Callable[[bytes, Context], Any]:
         response = method.descriptor.output_type
 
-        async def streaming(request: Message, context: Context) -> AsyncIterator[Message]:
+        async def streaming(request: bytes, context: Context) -> AsyncIterator[Message]:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(self._call(request, context, method.version))
+                    result = await method.handler(self._call(request, context, method))
                     async for event in _events(result):
                         yield message_of(event, response)
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a Status
@@ -128,19 +154,16 @@ class GrpcBinding:
     ) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for descriptor in service.methods:
-            method = _Method(descriptor.name, descriptor, table[descriptor.name], version)
             decode = message_class(descriptor.input_type).FromString
+            method = _Method(descriptor.name, descriptor, table[descriptor.name], version, decode)
+            # No request_deserializer: the handler gets the bytes and decodes them after auth.
             if descriptor.server_streaming:
                 handlers[descriptor.name] = grpc.unary_stream_rpc_method_handler(
-                    self._streaming(method),
-                    request_deserializer=decode,
-                    response_serializer=_serialize,
+                    self._streaming(method), response_serializer=_serialize
                 )
             else:
                 handlers[descriptor.name] = grpc.unary_unary_rpc_method_handler(
-                    self._unary(method),
-                    request_deserializer=decode,
-                    response_serializer=_serialize,
+                    self._unary(method), response_serializer=_serialize
                 )
         return grpc.method_handlers_generic_handler(service.full_name, handlers)
 
@@ -162,6 +185,7 @@ class GrpcBinding:
             (
                 self._service_handler(V1_SERVICE, methods_v1.METHODS, V1_0),
                 self._service_handler(V03_SERVICE, methods_v03.METHODS, V0_3),
+                _UnknownMethods(self._logs),
             )
         )
         host = server_settings.host
@@ -187,6 +211,18 @@ class GrpcBinding:
         if self._server is not None:
             grace = self._settings.server.shutdown_timeout / 1000 + FINAL_EVENTS_GRACE
             await self._server.stop(grace)
+
+
+class _UnknownMethods(grpc.GenericRpcHandler):
+    """Asked last, for a method neither service has: logged (rate-limited), then gRPC answers
+    UNIMPLEMENTED."""
+
+    def __init__(self, logs: LogSummary) -> None:
+        self._logs = logs
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> None:
+        method = str(getattr(handler_call_details, "method", ""))[:200]
+        self._logs.note("grpc.unknown_method", method=method)
 
 
 def _single(result: methods_v1.Result) -> object:

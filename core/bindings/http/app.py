@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from anyio.abc import TaskStatus
 
 from core.api.host import Binding, Host
@@ -23,8 +24,11 @@ from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
 from core.bindings.http.console import CONSOLE, add_console, console_enabled
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
-from core.bindings.http.rest_common import Endpoint, rest_not_found
-from core.usage.build import observed_paths
+from core.bindings.http.metrics import metrics_route, observed_paths
+from core.bindings.http.observe import observe_requests
+from core.bindings.http.rest_common import Endpoint, rest_not_found, uri_too_long
+from core.usage.metrics import METRICS_PATH
+from core.usage.observers import AppObservers
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +50,7 @@ def http_app(host: Host) -> web.Application:
     observers = host.observers
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
-        middlewares=[bind_request_id, auth.middleware, *observers.middlewares, rest_not_found],
+        middlewares=[bind_request_id, auth.middleware, *_observing(observers), rest_not_found],
     )
     app[SETTINGS] = settings
     app[CARD] = host.card
@@ -66,8 +70,19 @@ def http_app(host: Host) -> web.Application:
     app.router.add_get("/health", _alive)
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _ready)
-    observers.add_routes(app)
+    if observers.metrics is not None:
+        app.router.add_get(METRICS_PATH, metrics_route(observers.metrics, settings))
+    if observers.tracing is not None and observers.owns_provider:
+        app.on_cleanup.append(partial(_flush, observers))
     return app
+
+
+def _observing(observers: AppObservers) -> list[Middleware]:
+    return [observe_requests(observers.sinks)] if observers.sinks else []
+
+
+async def _flush(observers: AppObservers, app: web.Application) -> None:
+    observers.flush()
 
 
 def hosted_app(host: Host, bindings: Sequence[Binding]) -> web.Application:
@@ -144,15 +159,19 @@ async def _ready(request: web.Request) -> web.Response:
     return web.json_response(body, status=503)
 
 
+MAX_LOGGED_PATH = 200  # characters of a path a log line shows (a caller picks its length)
+
+
 @web.middleware
 async def bind_request_id(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Every log line of a request (and of the turns it starts) carries its request_id; one
-    line per request says how it ended (never its body: no prompts, no tokens)."""
+    line per request says how it ended (never its body: no prompts, no tokens). A URI too
+    long is answered 414 here, before anything else looks at the request."""
     started = time.perf_counter()
     status = 500
     with structlog.contextvars.bound_contextvars(request_id=os.urandom(6).hex()):
         try:
-            response = await handler(request)
+            response = uri_too_long(request) or await handler(request)
         except web.HTTPException as exc:
             status = exc.status
             raise
@@ -163,7 +182,7 @@ async def bind_request_id(request: web.Request, handler: Endpoint) -> web.Stream
             log.info(
                 "http.request",
                 method=request.method,
-                path=request.path,
+                path=request.path[:MAX_LOGGED_PATH],
                 status=status,
                 ms=round((time.perf_counter() - started) * 1000, 1),
             )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from core.bindings.http.ratelog import LogSummary
+from core.api.ratelog import LogSummary
 
 _BODY = json.dumps(
     {

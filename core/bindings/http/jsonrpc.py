@@ -59,7 +59,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return _reply(None, exc, "1.0", debug)
 
     dialect: Dialect = "0.3" if rpc.method in rpc_v03.METHODS else "1.0"
-    observe.method(rpc.method, dialect, rpc.params.get("id"))
+    known = rpc.method in rpc_v03.METHODS or rpc.method in methods_v1.METHODS
+    observe.method(rpc.method if known else observe.OTHER, dialect, rpc.params.get("id"))
     ping = settings.server.sse_ping_interval / 1000
     structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
     try:

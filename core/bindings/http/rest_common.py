@@ -26,6 +26,7 @@ from core.wire.errors import (
     InvalidParamsError,
     MethodNotAllowedError,
     MethodNotFoundError,
+    UriTooLongError,
     protocol_name,
     rest_error,
 )
@@ -146,6 +147,21 @@ async def _frames(events: Events, *, debug: bool) -> AsyncIterator[bytes]:
         yield frame(rest_error(error)[1], event="error")
 
 
+# aiohttp reads a request line up to MAX_REQUEST_LINE bytes (its default, 8190, would cut a
+# longer one off with a bare 400 and close the connection on bytes still in flight, which the
+# client sees as a reset); a request target over MAX_URI bytes is answered 414 here instead.
+MAX_REQUEST_LINE = 2 * 1024 * 1024
+MAX_URI = 8190
+
+
+def uri_too_long(request: web.Request) -> web.Response | None:
+    """414 in the REST error form for a request whose URI is over MAX_URI bytes, else None
+    (called by the first middleware, so it costs no middleware of its own)."""
+    if len(request.raw_path) <= MAX_URI:
+        return None
+    return error_response(UriTooLongError(f"The request's URI is longer than {MAX_URI} bytes"))
+
+
 @web.middleware
 async def rest_not_found(request: web.Request, handler: Endpoint) -> web.StreamResponse:
     """Unknown paths and wrong verbs under the REST prefix get a Status body, not HTML/text."""
@@ -154,7 +170,10 @@ async def rest_not_found(request: web.Request, handler: Endpoint) -> web.StreamR
     except web.HTTPNotFound:
         if not request.path.startswith(REST_PREFIX):
             raise
-        return error_response(MethodNotFoundError(f"No REST route {request.path}"))
+        error = MethodNotFoundError(f"No REST route {request.path}")
+        observe.method(observe.OTHER, "1.0")
+        observe.failed(error)
+        return error_response(error)
     except web.HTTPMethodNotAllowed as exc:
         if not request.path.startswith(REST_PREFIX):
             raise

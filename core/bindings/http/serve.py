@@ -11,9 +11,10 @@ from aiohttp import web
 from anyio.abc import TaskStatus
 
 from core.api.host import Host
+from core.api.ratelog import LogSummary
 from core.bindings.http.app import http_app
 from core.bindings.http.connections import ConnectionLimits, GuardedSite
-from core.bindings.http.ratelog import LogSummary
+from core.bindings.http.rest_common import MAX_REQUEST_LINE
 from core.engine.startup import ListenError, failing_as
 from core.settings.server import ServerSettings
 
@@ -71,6 +72,7 @@ async def serve(host: Host, *, task_status: TaskStatus[list[str]]) -> None:
         shutdown_timeout=settings.server.shutdown_timeout / 1000,
         keepalive_timeout=settings.server.keep_alive_timeout / 1000,
         logger=summary.logger("a2a_wrapper.http"),
+        max_line_size=MAX_REQUEST_LINE,
     )
     await runner.setup()
     try:

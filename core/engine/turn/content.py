@@ -32,3 +32,20 @@ def content_to_part(content: Content) -> Part:
             )
         return Part(url=content.url, filename=content.name, media_type=content.media_type)
     return Part(data=content.data)
+
+
+def joined_text(parts: list[Part]) -> list[Part]:
+    """Runs of plain text parts (text and nothing else) as one text part each: a streamed
+    artifact's chunks, stored whole once its last chunk is in."""
+    joined: list[Part] = []
+    for part in parts:
+        last = joined[-1] if joined else None
+        if last is not None and _plain_text(last) and _plain_text(part):
+            joined[-1] = Part(text=f"{last.text}{part.text}")
+        else:
+            joined.append(part)
+    return joined
+
+
+def _plain_text(part: Part) -> bool:
+    return part.text is not None and part.model_fields_set <= {"text"}

@@ -1,9 +1,8 @@
 """The one seam for what plugs into the engine's turns: a workspace per context, budgets.
 
 The engine calls a `TurnHooks` before anything of a message is stored (`check_message`: its
-content may be refused, e.g. a malformed patch; `check_admission`: a turn of that context may
-not start, e.g. a spent budget; both raise a DaemonError) and at four fixed points of each
-turn, and nowhere else: `prepare` before the
+content may be refused, e.g. a malformed patch, by raising a DaemonError) and at four fixed
+points of each turn, and nowhere else: `prepare` before the
 backend sees the turn (a workspace per context is made ready, and named in the turn it
 returns; raising `StopTurnError` fails the task with its reason), `finish` as the turn ends
 with an answer, a question or a failure of the agent (what the turn changed becomes
@@ -52,11 +51,6 @@ class TurnHooks(Protocol):
         """Before anything is stored: raise (a DaemonError) to refuse the message's content."""
         ...
 
-    def check_admission(self, principal: str, context_id: str) -> None:
-        """Before anything is stored: raise (a DaemonError) when a turn of `principal` in
-        `context_id` may not start."""
-        ...
-
     async def prepare(self, turn: Turn) -> Turn:
         """Before the backend runs `turn` (inside its context's lane, after its session is
         resolved): return the turn to run. Raising fails the task with an error id."""
@@ -79,9 +73,6 @@ class TurnHooks(Protocol):
 
 class NoTurnHooks:
     def check_message(self, message: Message) -> None:
-        return None
-
-    def check_admission(self, principal: str, context_id: str) -> None:
         return None
 
     async def prepare(self, turn: Turn) -> Turn:
@@ -111,10 +102,6 @@ class ChainedTurnHooks:
     def check_message(self, message: Message) -> None:
         for hook in self._hooks:
             hook.check_message(message)
-
-    def check_admission(self, principal: str, context_id: str) -> None:
-        for hook in self._hooks:
-            hook.check_admission(principal, context_id)
 
     async def prepare(self, turn: Turn) -> Turn:
         done: list[TurnHooks] = []
@@ -150,16 +137,41 @@ def chain(*hooks: TurnHooks) -> TurnHooks:
     return hooks[0] if len(hooks) == 1 else ChainedTurnHooks(hooks)
 
 
+class TurnBudget(Protocol):
+    """What admission reserves for a turn (the budgets: core/usage/budgets.py)."""
+
+    def reserve(self, principal: str, context_id: str, task_id: str) -> None:
+        """Check and hold in one synchronous step; raise (a DaemonError) to refuse."""
+        ...
+
+    def unreserve(self, task_id: str) -> None:
+        """Give back what the turn of `task_id` still holds (it never ran, or it ended)."""
+        ...
+
+
+class _NoBudget:
+    def reserve(self, principal: str, context_id: str, task_id: str) -> None:
+        return None
+
+    def unreserve(self, task_id: str) -> None:
+        return None
+
+
+NO_BUDGET: TurnBudget = _NoBudget()
+
+
 @dataclass(frozen=True)
 class Plugins:
-    """Everything that extends the engine: `turn` (workspaces, budgets: the checks before a
-    message is stored, then each turn's four points), the user's policy `hooks` (`hooks.*`:
-    before a turn, on each event, after it; they run outside TaskRun's transitions), and the
-    `observer` of each turn (metrics, traces)."""
+    """Everything that extends the engine: `turn` (workspaces, budgets: the check of a
+    message before it is stored, then each turn's four points), the user's policy `hooks`
+    (`hooks.*`: before a turn, on each event, after it; they run outside TaskRun's
+    transitions), the `observer` of each turn (metrics, traces), and the `budget` a turn
+    reserves as it is admitted."""
 
     turn: TurnHooks = NO_TURN_HOOKS
     hooks: Hooks = NO_HOOKS
     observer: TurnObserver = NO_OBSERVER
+    budget: TurnBudget = NO_BUDGET
 
 
 NO_PLUGINS = Plugins()
