@@ -15,7 +15,8 @@ from core.engine.service import TaskService
 from core.engine.streams import EventStream
 from core.storage.push import PushVersion
 from core.storage.sessions import WorkspaceRecord
-from core.usage.budgets import Budgets, Limit, Tally
+from core.usage.budget_tally import Limit, Tally
+from core.usage.budgets import Budgets
 from core.wire.errors import PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
@@ -27,7 +28,8 @@ from core.wire.models import (
     Task,
     TaskPushNotificationConfig,
 )
-from core.workspaces.manager import WorkspaceManager as WorkspaceLister
+from core.workspaces.manager import Changes
+from core.workspaces.queries import WorkspaceQueries
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Operations:
         service: TaskService,
         *,
         budgets: Budgets | None = None,
-        workspaces: WorkspaceLister | None = None,
+        workspaces: WorkspaceQueries | None = None,
     ) -> None:
         self._service = service
         self._budgets = budgets
@@ -93,9 +95,15 @@ class Operations:
             return []
         return [
             WorkspaceView(record, size, expired)
-            for record, size, expired in await self._workspaces.listing()
-            if record.principal == principal
+            for record, size, expired in await self._workspaces.listing(principal)
         ]
+
+    async def cumulative_changes(self, principal: str, context_id: str) -> Changes | None:
+        """Everything `principal`'s context changed in its workspace so far (None: no
+        workspace of its own, or nothing changed)."""
+        if self._workspaces is None:
+            return None
+        return await self._workspaces.cumulative(principal, context_id)
 
     # ----- the A2A operations --------------------------------------------------------------
 

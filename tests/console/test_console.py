@@ -7,6 +7,7 @@ the daemon serves on the test's event loop."""
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -149,6 +150,22 @@ async def test_the_diff_of_a_worktree_turn_is_shown_and_downloads(daemon: str) -
             assert "+def main():  # the new one" in patch.text
             assert patch.headers["Content-Disposition"].startswith("attachment;")
 
+            # A second turn in the context: the context's page shows both turns' changes.
+            later = send(daemon, ALICE, "write: notes.md=# Notes", context=task["contextId"])
+            until(reaches(daemon, later["id"], "COMPLETED"), "the second turn done")
+            driver.get(f"{daemon}/console/contexts/{task['contextId']}")
+            every = until(lambda: text(driver, ".cumulative"), "the cumulative diff")
+            assert "src/app.py" in every and "notes.md" in every
+            screenshot(driver, "context-cumulative-diff")
+            link = driver.find_element(By.CSS_SELECTOR, ".cumulative a.download")
+            whole = httpx.get(str(link.get_attribute("href")), cookies=cookies, timeout=30)
+            assert "+def main():" in whole.text and "+# Notes" in whole.text
+            driver.get(f"{daemon}/console/workspaces")
+            listed = text(driver, "main")
+            assert task["contextId"] in listed and "worktree" in listed
+            assert re.search(r"\b\d+(\.\d)? (B|KiB|MiB)\b", listed), listed
+            screenshot(driver, "workspaces")
+
     await asyncio.to_thread(scenario)
 
 
@@ -170,6 +187,10 @@ async def test_a_second_principal_sees_none_of_the_first_ones_tasks(daemon: str)
             assert "for alice only" not in driver.page_source
             driver.get(f"{daemon}/console/tasks/{mine['id']}/changes/0.patch")
             assert "No such task." in text(driver)
+            driver.get(f"{daemon}/console/contexts/ctx-alice-secret")
+            assert "No such context." in text(driver)
+            driver.get(f"{daemon}/console/workspaces")
+            assert "ctx-alice-secret" not in driver.page_source
 
     await asyncio.to_thread(scenario)
 

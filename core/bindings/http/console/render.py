@@ -199,7 +199,8 @@ def contexts(
         )
         spent = usage[context_id]
         blocks.append(
-            f'<details class="context" open><summary>context <code>{escape(context_id)}</code> '
+            f'<details class="context" open><summary>context <a href="/console/contexts/'
+            f'{quote(context_id)}"><code>{escape(context_id)}</code></a> '
             f'<span class="muted">{len(tasks)} tasks, {_money(spent.used.cost_usd)}, '
             f"{spent.used.tokens} tokens, cost left {_money(spent.left().max_cost_usd)}</span>"
             f"</summary><table>{rows}</table></details>"
@@ -234,6 +235,18 @@ def _changes(task: Task, index: int, artifact: Artifact) -> str:
         f'href="/console/tasks/{escape(task.id)}/changes/{index}.patch">Download patch</a>'
         f"{diff.render(patch.decode('utf-8', 'replace'))}</section>"
     )
+
+
+def cumulative(context_id: str, patch: bytes | None) -> str:
+    if patch is None:
+        shown = '<p class="muted">No changes in a workspace of its own.</p>'
+    else:
+        shown = (
+            '<a class="download" download="changes.patch" '
+            f'href="/console/contexts/{quote(context_id)}/changes.patch">Download patch</a>'
+            + diff.render(patch.decode("utf-8", "replace"))
+        )
+    return f'<section class="changes cumulative"><h2>All changes so far</h2>{shown}</section>'
 
 
 def _message(message: Message) -> str:

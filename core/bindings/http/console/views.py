@@ -29,6 +29,7 @@ from core.wire.models import (
     StreamResponse,
     Task,
 )
+from core.workspaces.manager import WorkspaceError
 
 log = structlog.get_logger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -52,6 +53,8 @@ def add_routes(app: web.Application, host: Host) -> None:
     routes.add_post(f"{PREFIX}/login", login)
     routes.add_post(f"{PREFIX}/logout", _signed(logout, changes=True))
     routes.add_get(f"{PREFIX}/workspaces", _signed(workspaces))
+    routes.add_get(PREFIX + "/contexts/{id}", _signed(context_page))
+    routes.add_get(PREFIX + "/contexts/{id}/changes.patch", _signed(cumulative_patch))
     routes.add_get(PREFIX + "/tasks/{id}", _signed(task_page))
     routes.add_get(PREFIX + "/tasks/{id}/events", _signed(task_events))
     routes.add_get(PREFIX + "/tasks/{id}/changes/{index:\\d+}.patch", _signed(download))
@@ -222,6 +225,52 @@ async def task_page(request: web.Request, session: Session) -> web.StreamRespons
     return _html(render.page("Task", body, csrf=session.csrf, principal=session.principal))
 
 
+async def _cumulative(request: web.Request, session: Session) -> bytes | None:
+    changes = await request.app[HOST].ops.cumulative_changes(
+        session.principal, request.match_info["id"]
+    )
+    return None if changes is None else changes.patch
+
+
+async def context_page(request: web.Request, session: Session) -> web.StreamResponse:
+    """A context: its tasks, its usage, and the cumulative diff of its workspace."""
+    host = request.app[HOST]
+    context_id = request.match_info["id"]
+    page = await host.ops.list_tasks(
+        session.principal, ListTasksRequest(context_id=context_id, page_size=PAGE, history_length=1)
+    )
+    if not page.tasks:
+        return _refused(404, "No such context.")
+    spent = {context_id: host.ops.usage(session.principal, context_id)[0]}
+    try:
+        patch = await _cumulative(request, session)
+        changes = render.cumulative(context_id, patch)
+    except WorkspaceError as exc:
+        changes = f'<p class="error">{exc.reason}</p>'
+    body = render.contexts({context_id: page.tasks}, spent, total=page.total_size) + changes
+    return _html(render.page("Context", body, csrf=session.csrf, principal=session.principal))
+
+
+async def cumulative_patch(request: web.Request, session: Session) -> web.StreamResponse:
+    context_id = request.match_info["id"]
+    try:
+        patch = await _cumulative(request, session)
+    except WorkspaceError as exc:
+        return _refused(503, exc.reason)
+    if patch is None:
+        return _refused(404, "This context has no changes.")
+    return _patch(patch, f"{context_id}-cumulative.patch")
+
+
+def _patch(patch: bytes, name: str) -> web.Response:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return web.Response(
+        body=patch,
+        content_type="text/x-diff",
+        headers={"Content-Disposition": f'attachment; filename="{safe}"'},
+    )
+
+
 async def task_events(request: web.Request, session: Session) -> web.StreamResponse:
     """The task as it runs, one JSON object per event: its state and status text, the answer
     (whole or a piece to append) and, once it stops or asks, `reload` for the full page."""
@@ -283,11 +332,7 @@ async def download(request: web.Request, session: Session) -> web.StreamResponse
     patch = render.patch_of(artifacts[index]) if index < len(artifacts) else None
     if patch is None or artifacts[index].name != render.CHANGES:
         return _refused(404, "This task has no such change.")
-    return web.Response(
-        body=patch,
-        content_type="text/x-diff",
-        headers={"Content-Disposition": f'attachment; filename="{task.id}-changes.patch"'},
-    )
+    return _patch(patch, f"{task.id}-changes.patch")
 
 
 async def _answer(host: Host, principal: str, task_id: str, decision: str, note: str) -> None:
