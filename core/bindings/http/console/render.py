@@ -4,6 +4,7 @@ script of the package (static/), nothing from the network."""
 from __future__ import annotations
 
 import base64
+import json
 import binascii
 from collections.abc import Iterable
 from html import escape
@@ -253,7 +254,7 @@ def _message(message: Message) -> str:
     who = "you" if str(message.role) == "ROLE_USER" else "agent"
     text = _text(message.parts)
     data = [p.data for p in message.parts if p.data is not None]
-    shown = escape(text) if text else escape(str(data[0]) if data else "")
+    shown = escape(text) if text else escape(json.dumps(data[0]) if data else "")
     return f'<div class="msg {who}"><span class="who">{who}</span><pre>{shown}</pre></div>'
 
 
@@ -278,6 +279,7 @@ def task_page(task: Task, csrf: str) -> str:
         f"<p>context <code>{escape(task.context_id)}</code> &middot; state "
         f'<span id="state" class="state {state}">{state}</span></p>'
         f'<p id="status" class="status">{escape(status)}</p>{ask}'
+        '<ol id="steps" class="steps"></ol>'
         f'<h2>Answer</h2><pre id="answer" class="answer">{escape(answer)}</pre>'
         f'{"".join(changes)}<h2>Conversation</h2><div class="history">{history}</div></section>'
     )

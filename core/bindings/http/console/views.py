@@ -36,6 +36,7 @@ STATIC = Path(__file__).parent / "static"
 HOST = web.AppKey("console_host", Host)
 SIGNINS = web.AppKey("console_signins", SignIns)
 PAGE = 100
+PROGRESS = "a2a-wrapper/progress"
 DECISIONS = frozenset({"approve", "approve_always", "deny"})
 HTML = "text/html"
 NO_STORE = {"Cache-Control": "no-store"}
@@ -317,12 +318,26 @@ async def _frames(events: AsyncIterable[StreamResponse]) -> AsyncIterator[bytes]
             found["state"] = render.state_of(status.state)
             if status.message is not None:
                 found["status"] = "".join(p.text or "" for p in status.message.parts)
+                step = _step(status.message)
+                working = status.state == TaskState.WORKING
+                if step is not None and working and event.status_update is not None:
+                    found["step"] = step
             asks = status.state in {TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED}
             if asks or (status.state.terminal and changed):
                 found["reload"] = True
         if found:
             yield _frame(found)
     yield _frame({"end": True})
+
+
+def _step(message: Message) -> dict[str, object] | None:
+    """A progress note's structured facts (the `a2a-wrapper/progress` data part: tool, input
+    summary, outcome) with its line, or just its line; None for other messages."""
+    text = "".join(p.text or "" for p in message.parts)
+    for part in message.parts:
+        if isinstance(part.data, dict) and part.data.get("type") == PROGRESS:
+            return {"text": text, **{k: v for k, v in part.data.items() if k != "type"}}
+    return {"text": text} if text else None
 
 
 async def download(request: web.Request, session: Session) -> web.StreamResponse:

@@ -7,6 +7,7 @@ function followTask(section) {
   const state = document.getElementById("state");
   const status = document.getElementById("status");
   const answer = document.getElementById("answer");
+  const steps = document.getElementById("steps");
   source.onmessage = (event) => {
     const data = JSON.parse(event.data);
     if (data.state) {
@@ -14,6 +15,13 @@ function followTask(section) {
       state.className = `state ${data.state}`;
     }
     if (data.status !== undefined) status.textContent = data.status;
+    if (data.step) {
+      // Each progress note while the page is open: its line, and its outcome when known.
+      const item = document.createElement("li");
+      item.textContent = data.step.text;
+      if (data.step.outcome) item.title = JSON.stringify(data.step.outcome);
+      steps.appendChild(item);
+    }
     if (data.answer !== undefined) answer.textContent = data.answer;
     if (data.append !== undefined) answer.textContent += data.append;
     if (data.reload || data.end) source.close();
