@@ -4,8 +4,8 @@ script of the package (static/), nothing from the network."""
 from __future__ import annotations
 
 import base64
-import json
 import binascii
+import json
 from collections.abc import Iterable
 from html import escape
 from typing import Any
