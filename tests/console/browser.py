@@ -72,9 +72,14 @@ def until(check: Callable[[], T | None], what: str, timeout: float = WAIT) -> T:
         time.sleep(0.2)
 
 
+_TEXT = "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.innerText).join(' ')"
+
+
 def text(driver: WebDriver, css: str = "body") -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    return " ".join(e.text for e in found)
+    """The visible text of what `css` selects, read in one step in the page (the live parts
+    of a page are replaced while a test reads them)."""
+    found = driver.execute_script(_TEXT, css)
+    return str(found or "")
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:

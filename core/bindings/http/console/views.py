@@ -278,7 +278,8 @@ async def task_events(request: web.Request, session: Session) -> web.StreamRespo
     host = request.app[HOST]
     task = await _task(request, session)
     if task.status.state.terminal or task.status.state == TaskState.INPUT_REQUIRED:
-        frames = _once({"state": render.state_name(task), "end": True})
+        # It stopped between the page and this request: the page is stale, draw it anew.
+        frames = _once({"reload": True})
     else:
         events = await host.ops.subscribe_to_task(session.principal, task.id)
         frames = _frames(events)
