@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # contract suite's module-scoped daemons start once.
 TEST_WORKERS ?= auto
 
-.PHONY: run test lint bench clean crew crew-demo
+.PHONY: run test lint bench clean crew crew-up crew-down crew-demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,10 +57,12 @@ clean:
 	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
 
 # examples/crew: `make crew PLAN=examples/crew/crew.json INPUT="..." [JOB=id]` runs (or resumes) a
-# job against running agents; `make crew-demo` starts the mock models and four daemons with
-# different real backends on 127.0.0.1, runs the write -> review -> revise plan, prints the
-# report and stops everything it started (CREW_DEMO_ARGS=--scripted: scripted stand-ins); then,
-# without CREW_DEMO_ARGS, fix-until-green: Codex and OpenCode in worktrees of their own, `apply`.
+# job against running agents; `make crew-up` / `make crew-down` start and stop the daemons a
+# plan's agents name (`daemon`). `make crew-demo` runs three phases, each with the mock models:
+# `up` the daemons (real CLIs), the job, `down`: write -> review -> revise (four backends),
+# fix-until-green (Codex and OpenCode in worktrees, `apply`) and the cross-vendor review
+# (review.json: Codex writes, Claude reviews); nothing is left running (CREW_DEMO_ARGS replaces
+# --all, e.g. --scripted, --review, --keep).
 PLAN ?= examples/crew/crew.json
 INPUT ?=
 JOB ?=
@@ -69,6 +71,8 @@ CREW_DEMO_ARGS ?=
 crew: $(STAMP)
 	$(BIN)/python -m examples.crew run $(PLAN) $(if $(INPUT),--input "$(INPUT)") $(if $(JOB),--job $(JOB))
 
+crew-up crew-down: $(STAMP)
+	$(BIN)/python -m examples.crew $(subst crew-,,$@) $(PLAN)
+
 crew-demo: $(STAMP) $(TOOLS_STAMP)
-	$(BIN)/python -m examples.crew.demo $(CREW_DEMO_ARGS)
-	$(if $(CREW_DEMO_ARGS),,$(BIN)/python -m examples.crew.demo --fix-until-green)
+	$(BIN)/python -m examples.crew.demo $(if $(CREW_DEMO_ARGS),$(CREW_DEMO_ARGS),--all)

@@ -17,6 +17,7 @@ from core import logs, registry
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
+from core.client import commands as client_commands
 from core.daemon import build_hooks, check_storage, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         "workspaces", help="list the workspaces (worktrees, copies) of a config's daemon"
     )
     workspaces.add_argument("config", type=Path)
+    client_commands.register(commands)
     return parser
 
 
@@ -233,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     # directory; before the config is read, since reading it loads the backend's spec.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if args.command in client_commands.NAMES:
+        return client_commands.main(args)
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0

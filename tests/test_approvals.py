@@ -122,7 +122,7 @@ async def test_streaming_closes_at_the_question_and_the_answer_opens_a_new_strea
     assert last["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert second_events[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
     assert second_events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert "Running tool make" in str(second_events)
+    assert "Running `make`" in str(second_events)
 
 
 async def test_an_unanswered_question_is_denied_after_the_timeout(

@@ -77,7 +77,8 @@ async def test_after_event_may_drop_tool_calls(make_client: MakeClient) -> None:
 
     events = [data["result"] for _, data in await sse_events(response)]
 
-    assert "Running tool" not in str(events)
+    assert "Running `ls`" not in str(events)
+    assert "a2a-wrapper/progress" not in str(events)
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 

@@ -118,6 +118,8 @@ class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
+    exit_code: int | None = None
+    """A command's exit code, when the agent reports one (core.backend.steps shows it)."""
 
 
 @dataclass(frozen=True)

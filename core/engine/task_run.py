@@ -429,13 +429,15 @@ class TaskRun:
         if status.state.terminal:
             self._broker.close()
 
-    async def progress(self, text: str) -> None:
-        """A WORKING update carrying a note; published, never stored."""
+    async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
+        """A WORKING update with a note (a tool step's facts as a data part); never stored."""
         self.announce()
         task = self._task
+        facts = [Part(data=data, media_type="application/json")] if data else []
+        parts = [Part(text=text), *facts]
         status = TaskStatus(
             state=TaskState.WORKING,
-            message=agent_message(task, [Part(text=text)]),
+            message=agent_message(task, parts),
             timestamp=utcnow(),
         )
         event = await self._outgoing(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -346,6 +347,13 @@ def _substitute(value: Any, path: str, environ: dict[str, str]) -> Any:
     return value
 
 
+def substitute(value: Any, environ: Mapping[str, str], path: str = "") -> Any:
+    """`${VAR}` and `${VAR:-default}` in every string of a JSON value (ConfigError naming the
+    key path for an unset variable without a default): the one implementation, used for the
+    config file and by tools that read JSON documents of their own (the crew's plans)."""
+    return _substitute(value, path, dict(environ))
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in over.items():
@@ -438,4 +446,4 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-__all__ = ["ConfigError", "Settings", "json_schema", "load"]
+__all__ = ["ConfigError", "Settings", "json_schema", "load", "substitute"]

@@ -41,9 +41,13 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 from pydantic import Field
 
-from core.backend import (
+from examples.crew.changes import PATCH_FILE, job_patch
+from examples.crew.daemon import (
+    AgentBlock,
     ArtifactOut,
+    BackendBase,
     BackendEvent,
+    BackendSpec,
     DataContent,
     Diagnosis,
     Failed,
@@ -56,20 +60,13 @@ from core.backend import (
     Turn,
     safe_failure,
 )
-from core.backend.base import BackendBase
-from core.backend.config import AgentBlock
-from core.backend.spec import BackendSpec
-from examples.crew.changes import PATCH_FILE, job_patch
-from examples.crew.client import INTERRUPTED
 from examples.crew.events import NobodyAsker, NullObserver, PresetAnswers, StepStatus
-from examples.crew.job import JobError, new_job_id, run_job
+from examples.crew.job import JobError, JobResult, new_job_id, run_job
 from examples.crew.ledger import Ledger
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.report import build_report
 from examples.crew.runner import age
-
-# Job states after which a new message in the context starts a new job.
-ENDED = frozenset({"done", "partial", "failed"})
+from examples.crew.states import ENDED_JOBS, INTERRUPTED, JobState, StepState
 
 
 class CrewConfig(AgentBlock):
@@ -79,10 +76,10 @@ class CrewConfig(AgentBlock):
     ledger: Path = Field(description="The crew's SQLite ledger (jobs, steps, remote tasks)")
 
 
-def job_artifacts(plan: Plan, ledger: Ledger, job_id: str) -> list[ArtifactOut]:
+async def job_artifacts(ledger: Ledger, job_id: str) -> list[ArtifactOut]:
     """Artifacts a job adds after its report: the combined patch of its steps' changes
     (`changes.patch`, what `python -m examples.crew apply` applies), when it has one."""
-    patch = job_patch(ledger, job_id)
+    patch = await job_patch(ledger, job_id)
     if not patch:
         return []
     part = FileContent(data=patch.encode(), name=PATCH_FILE, media_type="text/x-diff")
@@ -99,15 +96,16 @@ class Pending:
     text: str
 
 
-def pending_question(plan: Plan, ledger: Ledger, job_id: str) -> Pending | None:
+async def pending_question(plan: Plan, ledger: Ledger, job_id: str) -> Pending | None:
     """The first step (in plan order) whose remote task waits for input, from the ledger (so
     it survives a restart of the crew)."""
-    steps = ledger.steps(job_id)
+    steps = await ledger.steps(job_id)
     for step_id in plan.order:
         row = steps.get(step_id)
-        if row is None or row.state != "needs-input":
+        if row is None or row.state is not StepState.NEEDS_INPUT:
             continue
-        asking = [r for r in ledger.runs(job_id, step_id) if r.state in INTERRUPTED and r.task_id]
+        runs = await ledger.runs(job_id, step_id)
+        asking = [r for r in runs if r.state in INTERRUPTED and r.task_id]
         if asking:
             run = asking[-1]
             text = (row.detail or "").partition(": ")[2] or (row.detail or "")
@@ -124,11 +122,11 @@ class ProgressObserver:
         self._last: dict[str, tuple[object, ...]] = {}
 
     def changed(self, status: StepStatus) -> None:
-        key = (status.state, status.task_id, status.round, status.attempt, status.note)
-        if self._last.get(status.step) == key or status.state == "pending":
+        key = (status.shown, status.task_id, status.round, status.attempt, status.note)
+        if self._last.get(status.step) == key or status.state is StepState.PENDING:
             return
         self._last[status.step] = key
-        text = f"step {status.step} ({status.agent}): {status.state}"
+        text = f"step {status.step} ({status.agent}): {status.shown}"
         if status.attempt:
             text += f", round {status.round} attempt {status.attempt}"
         if status.task_id:
@@ -162,8 +160,11 @@ class CrewAgent(BackendBase):
         self._locks: dict[str, anyio.Lock] = {}
 
     async def start(self) -> None:
-        self._plan = load_plan(self.config.plan, self._environ)
-        self._ledger = Ledger(self.config.ledger)
+        # Read on a worker thread: the daemon's event loop never waits on the disk.
+        self._plan = await anyio.to_thread.run_sync(load_plan, self.config.plan, self._environ)
+        ledger = Ledger(self.config.ledger)
+        await ledger.open()
+        self._ledger = ledger
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
@@ -173,12 +174,12 @@ class CrewAgent(BackendBase):
 
     async def aclose(self) -> None:
         if self._ledger is not None:
-            self._ledger.close()
+            await self._ledger.close()
             self._ledger = None
 
     async def diagnose(self) -> list[Diagnosis]:
         try:
-            plan = load_plan(self.config.plan, self._environ)
+            plan = await anyio.to_thread.run_sync(load_plan, self.config.plan, self._environ)
         except PlanError as exc:
             return [Diagnosis("plan", ok=False, detail=str(exc))]
         layers = " -> ".join("+".join(layer) for layer in plan.layers)
@@ -190,14 +191,14 @@ class CrewAgent(BackendBase):
             scope.cancel()
             await self._ended[turn.task_id].wait()
 
-    def _job_for(self, plan: Plan, ledger: Ledger, turn: Turn) -> str:
+    async def _job_for(self, plan: Plan, ledger: Ledger, turn: Turn) -> str:
         """The job a turn belongs to: its task's (an answer, or a message after an expiry),
         else the context's while unfinished (a restart), else a new one."""
-        known = ledger.job_of_task(turn.task_id)
+        known = await ledger.job_of_task(turn.task_id)
         if known is not None:
             return known
-        job = ledger.job(turn.session_id) if turn.session_id else None
-        if job is not None and job.state not in ENDED:
+        job = await ledger.job(turn.session_id) if turn.session_id else None
+        if job is not None and job.state not in ENDED_JOBS:
             return job.job_id
         return new_job_id(plan)
 
@@ -209,8 +210,8 @@ class CrewAgent(BackendBase):
         plan, ledger, tg = self._plan, self._ledger, self._tg
         if plan is None or ledger is None or tg is None:
             raise RuntimeError("the crew agent is not started")
-        job_id = self._job_for(plan, ledger, turn)
-        ledger.bind_task(turn.task_id, job_id)
+        job_id = await self._job_for(plan, ledger, turn)
+        await ledger.bind_task(turn.task_id, job_id)
         yield SessionBound(job_id)
         send, receive = anyio.create_memory_object_stream[BackendEvent](math.inf)
         scope = anyio.CancelScope()
@@ -260,13 +261,13 @@ class CrewAgent(BackendBase):
     ) -> list[BackendEvent]:
         """Run the job once for this turn; the events that end the turn."""
         observer = ProgressObserver(send)
-        job = ledger.job(job_id)
-        if job is not None and job.state in ENDED:  # e.g. its question expired meanwhile
+        job = await ledger.job(job_id)
+        if job is not None and job.state in ENDED_JOBS:  # e.g. its question expired meanwhile
             observer.message(f"job {job_id}: already ended ({job.state})")
-            report = build_report(plan, job, ledger, {})
-            return self._end(plan, ledger, job_id, job.state, report)
+            report = await build_report(plan, job, ledger, {})
+            return await self._end(plan, ledger, job_id, job.state, report, {})
         answers: dict[str, str] = {}
-        pending = pending_question(plan, ledger, job_id) if job is not None else None
+        pending = await pending_question(plan, ledger, job_id) if job is not None else None
         if pending is not None and turn.text.strip():
             answers[pending.step] = turn.text.strip()
             observer.message(f"step {pending.step}: your answer goes to {pending.agent}")
@@ -285,31 +286,26 @@ class CrewAgent(BackendBase):
                 environ=self._environ,
             )
         except JobError as exc:
-            return [
-                safe_failure(
-                    "error",
-                    "The crew could not run the job: an agent or the job is unusable.",
-                    event="crew.job_unusable",
-                    detail=str(exc),
-                    job=job_id,
-                )
-            ]
+            # Our own words (which agent, its URL, why), safe to show the caller.
+            observer.message(f"job {job_id}: cannot run: {exc}")
+            return [Failed("error", f"The crew could not run job {job_id}: {exc}")]
         state = result.outcome.state
-        if state == "needs-input":
-            self._arm_expiry(plan, ledger, job_id)
-        return self._end(plan, ledger, job_id, state, result.report)
+        if state is JobState.NEEDS_INPUT:
+            await self._arm_expiry(plan, ledger, job_id)
+        return await self._end(plan, ledger, job_id, state, result.report, failures(result))
 
-    def _arm_expiry(self, plan: Plan, ledger: Ledger, job_id: str) -> None:
+    async def _arm_expiry(self, plan: Plan, ledger: Ledger, job_id: str) -> None:
         """The question the job now waits on expires at its step's answerDeadline even if
         nobody writes again: then the job runs once more, here, and the runner expires it
         (cancels the remote task, applies onFailure)."""
-        pending = pending_question(plan, ledger, job_id)
+        pending = await pending_question(plan, ledger, job_id)
         if pending is None or self._tg is None:
             return
         deadline = plan.step(pending.step).answer_deadline
         if deadline is None:
             return
-        asked = [r for r in ledger.runs(job_id, pending.step) if r.task_id == pending.task_id]
+        runs = await ledger.runs(job_id, pending.step)
+        asked = [r for r in runs if r.task_id == pending.task_id]
         stamp = asked[-1].asked_at if asked else None
         left = deadline / 1000 - age(stamp)
         self._tg.start_soon(self._expire, plan, ledger, job_id, pending, max(left, 0.0))
@@ -319,7 +315,7 @@ class CrewAgent(BackendBase):
     ) -> None:
         await anyio.sleep(delay)
         async with self._lock(job_id):
-            if pending_question(plan, ledger, job_id) != pending:
+            if await pending_question(plan, ledger, job_id) != pending:
                 return  # answered (or ended) meanwhile
             with contextlib.suppress(JobError):  # an agent unusable: the next message says so
                 await run_job(
@@ -332,15 +328,21 @@ class CrewAgent(BackendBase):
                     environ=self._environ,
                 )
 
-    def _end(
-        self, plan: Plan, ledger: Ledger, job_id: str, state: str, report: str
+    async def _end(  # noqa: PLR0917 - the job's end, from its invocation's results
+        self,
+        plan: Plan,
+        ledger: Ledger,
+        job_id: str,
+        state: JobState,
+        report: str,
+        failed: dict[str, str],
     ) -> list[BackendEvent]:
         events: list[BackendEvent] = [
             ArtifactOut((TextContent(report),), name="report"),
-            *job_artifacts(plan, ledger, job_id),
+            *(await job_artifacts(ledger, job_id)),
         ]
-        if state == "needs-input":
-            pending = pending_question(plan, ledger, job_id)
+        if state is JobState.NEEDS_INPUT:
+            pending = await pending_question(plan, ledger, job_id)
             if pending is not None:
                 question: dict[str, Any] = {
                     "step": pending.step,
@@ -353,12 +355,23 @@ class CrewAgent(BackendBase):
             else:
                 text = f"job {job_id} waits for an answer (see the report)"
             events.append(NeedsInput(text))
-        elif state == "failed":
-            events.append(Failed("error", f"job {job_id} failed: see the report artifact"))
+        elif state is JobState.FAILED:
+            where = "; ".join(f"step {step}: {why}" for step, why in failed.items())
+            events.append(Failed("error", f"job {job_id} failed: {where or 'see the report'}"))
         else:
-            gaps = "" if state == "done" else " with gaps (see the report)"
+            gaps = "" if state is JobState.DONE else " with gaps (see the report)"
             events.append(Text(f"job {job_id}: done{gaps}"))
         return events
+
+
+def failures(result: JobResult) -> dict[str, str]:
+    """The failed steps of a job and why (each names its agent, URL and reason)."""
+    outcome = result.outcome
+    return {
+        step: outcome.details.get(step, "(no reason recorded)")
+        for step, state in outcome.steps.items()
+        if state is StepState.FAILED
+    }
 
 
 def create(config: CrewConfig) -> CrewAgent:

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from examples.crew.ledger import Ledger, RunRow
 from examples.crew.plan import Plan, StepSpec
+from examples.crew.states import RunState
 
 CHANGES_ARTIFACT = "changes"
 PATCH_MEDIA_TYPE = "text/x-diff"
@@ -155,7 +158,7 @@ def to_send(
     for other in runs:
         if (other.agent, other.context_id) != (run.agent, run.context_id) or not other.task_id:
             continue
-        if other.state == "failed" and _NOT_APPLIED in (other.detail or ""):
+        if other.state is RunState.FAILED and _NOT_APPLIED in (other.detail or ""):
             continue
         delivered |= sent.get((other.step_id, other.attempt), set())
     out: list[ChangeSet] = []
@@ -213,20 +216,25 @@ def job_dir(ledger: Ledger, job_id: str) -> Path:
     return ledger.path.parent / "crew-jobs" / _UNSAFE.sub("_", job_id)
 
 
-def job_patch(ledger: Ledger, job_id: str) -> str:
-    return combine(job_changes(ledger.runs(job_id)))
+async def job_patch(ledger: Ledger, job_id: str) -> str:
+    return combine(job_changes(await ledger.runs(job_id)))
 
 
-def save_job_patch(ledger: Ledger, job_id: str) -> Path | None:
-    """Write the job's combined patch to its directory (None, and no file, if it has none)."""
-    patch = job_patch(ledger, job_id)
+async def save_job_patch(ledger: Ledger, job_id: str) -> Path | None:
+    """Write the job's combined patch to its directory (None, and no file, if it has none).
+    On a worker thread: a served crew's event loop never waits on the disk."""
+    patch = await job_patch(ledger, job_id)
     target = job_dir(ledger, job_id) / PATCH_FILE
-    if not patch:
-        target.unlink(missing_ok=True)
-        return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(patch, encoding="utf-8")
-    return target
+
+    def write() -> Path | None:
+        if not patch:
+            target.unlink(missing_ok=True)
+            return None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(patch, encoding="utf-8")
+        return target
+
+    return await anyio.to_thread.run_sync(write)
 
 
 # ----- apply to a checkout ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """`python -m examples.crew run PLAN --input "..." [--job ID]` (and `check`, `report`, `apply`,
-`serve`).
+`serve`, `up`, `down`).
 
 Exit status: 0 every step done; 1 the job failed or finished with gaps; 2 the plan, the job or
 an agent is unusable; 3 a step waits for your answer (re-run the job to give it); 130
@@ -18,19 +18,19 @@ from pathlib import Path
 
 import anyio
 
-from core import logs
-from core.daemon import serve
-from core.settings import ConfigError, load
 from examples.crew.agent import serve_overrides
 from examples.crew.changes import ApplyError, apply_patch, job_patch
+from examples.crew.daemon import ConfigError, load, logs, serve
 from examples.crew.events import Asker, NobodyAsker, PresetAnswers
+from examples.crew.fleet import READY_TIMEOUT, FleetError, default_state, down, up, wanted
 from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
-from examples.crew.ledger import Ledger
+from examples.crew.ledger import Ledger, LedgerError
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.report import build_report
+from examples.crew.states import JobState
 from examples.crew.view import LineView, TerminalAsker, TerminalView
 
-EXIT = {"done": 0, "partial": 1, "failed": 1, "needs-input": 3}
+EXIT = {JobState.DONE: 0, JobState.PARTIAL: 1, JobState.FAILED: 1, JobState.NEEDS_INPUT: 3}
 
 
 def default_ledger() -> Path:
@@ -76,6 +76,23 @@ def _parser() -> argparse.ArgumentParser:
     apply.add_argument("--job", required=True)
     apply.add_argument("--to", type=Path, default=Path(), help="the checkout (default: here)")
     apply.add_argument("--ledger", type=Path, default=None)
+    for name, what in (
+        ("up", "start the daemons the plan's agents name (`daemon`), wait until each is ready"),
+        ("down", "stop the daemons `up` started for this plan (by their recorded PIDs)"),
+    ):
+        fleet = commands.add_parser(name, help=what)
+        fleet.add_argument("plan", type=Path)
+        fleet.add_argument(
+            "--state",
+            type=Path,
+            default=None,
+            help="where the daemons' stores, workspaces, logs and PIDs go "
+            "(default: ~/.local/state/a2a-wrapper/crew-up/<plan name>)",
+        )
+        if name == "up":
+            fleet.add_argument(
+                "--timeout", type=float, default=READY_TIMEOUT, help="seconds to wait for each"
+            )
     serve = commands.add_parser("serve", help="serve the crew as one A2A agent")
     serve.add_argument("plan", type=Path)
     serve.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
@@ -85,14 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+async def _job_patch(path: Path, job_id: str) -> str:
+    async with Ledger.opened(path) as ledger:
+        if await ledger.job(job_id) is None:
+            raise JobError(f"no job {job_id!r} in {ledger.path}")
+        return await job_patch(ledger, job_id)
+
+
 def _apply(args: argparse.Namespace) -> int:
-    ledger = Ledger(args.ledger or default_ledger())
-    try:
-        if ledger.job(args.job) is None:
-            raise JobError(f"no job {args.job!r} in {ledger.path}")
-        patch = job_patch(ledger, args.job)
-    finally:
-        ledger.close()
+    patch = anyio.run(_job_patch, args.ledger or default_ledger(), args.job)
     if not patch:
         print(f"crew: job {args.job!r} changed no files; nothing to apply", file=sys.stderr)
         return 0
@@ -144,33 +162,83 @@ async def _run(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
         args.report.write_text(outcome.report)
     print(outcome.report, end="")
     view.message(f"job {job_id}: {outcome.outcome.state}")
-    if outcome.outcome.state != "done":
+    if outcome.outcome.state is not JobState.DONE:
         view.message(f"resume with: python -m examples.crew run {args.plan} --job {job_id}")
     return EXIT[outcome.outcome.state]
 
 
-async def _check(plan: Plan, ledger: Ledger | None) -> int:
-    """Every agent and alternate: what it speaks and how it would be used, and its record in
-    the ledger (success rate, latency). Exit 2 when a role has no usable agent."""
+async def _check(plan: Plan, path: Path) -> int:
+    """One line per agent and alternate: usable or not (and why), what it speaks and how it
+    would be used, and its record in the ledger (success rate, latency). Exit 2 when a role
+    has no usable agent (after every agent's line)."""
     problems: dict[str, str] = {}
-    links = await connect(plan, set(plan.agents), problems=problems)
+    links = await connect(plan, set(plan.agents), problems=problems, all_of_them=True)
+    ledger = Ledger(path) if await anyio.Path(path).exists() else None
+    if ledger is not None:
+        await ledger.open()
+    dead = []
     try:
         for role in sorted(plan.agents):
+            if not any(name in links for name, _ in plan.candidates(role)):
+                dead.append(role)
             for name, spec in plan.candidates(role):
                 link = links.get(name)
                 if link is None:
-                    print(f"{name}: unusable at {spec.card_url}: {problems.get(name, '?')}")
+                    why = problems.get(name, "?").removeprefix(
+                        f"agent {name!r} ({spec.card_url}): "
+                    )
+                    line = f"{name}: unusable at {spec.card_url}: {why}"
                 else:
-                    print(
-                        f"{name}: {link.card.name!r} at {link.spec.card_url}: speaks "
+                    line = (
+                        f"{name}: ok at {spec.card_url}: {link.card.name!r} speaks "
                         f"{', '.join(link.versions)}; would use v{link.protocol} "
                         f"{link.binding} ({link.mode})"
                     )
                 if ledger is not None:
-                    print(f"  record: {ledger.agent_record(spec.card_url).describe()}")
+                    line += f"; record: {(await ledger.agent_record(spec.card_url)).describe()}"
+                print(line)
     finally:
         await close(links)
+        if ledger is not None:
+            await ledger.close()
+    if dead:
+        print(f"plan {plan.name!r}: no usable agent for {', '.join(dead)}", file=sys.stderr)
+        return 2
     print(f"plan {plan.name!r}: ok; layers: " + " -> ".join("+".join(la) for la in plan.layers))
+    return 0
+
+
+async def _up(args: argparse.Namespace, plan: Plan) -> int:
+    state = args.state or default_state(plan)
+    names = wanted(plan, args.plan)
+    if not names:
+        print(f"crew: no agent of {args.plan} names a daemon config (`daemon`)", file=sys.stderr)
+        return 2
+    try:
+        daemons = await up(plan, args.plan, state, ready_within=args.timeout)
+    except FleetError as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 2
+    for daemon in daemons:
+        print(
+            f"{daemon.agent}: {daemon.url} ready (pid {daemon.pid}, config {daemon.config}, "
+            f"log {daemon.log})"
+        )
+    print(f"state: {state}; stop them with: python -m examples.crew down {args.plan}", end="")
+    print(f" --state {state}" if args.state else "")
+    return 0
+
+
+async def _down(args: argparse.Namespace, plan: Plan) -> int:
+    try:
+        said = await down(args.state or default_state(plan))
+    except FleetError as exc:
+        print(f"crew: {exc}", file=sys.stderr)
+        return 2
+    for line in said:
+        print(line)
+    if not said:
+        print(f"crew: no daemons recorded for plan {plan.name!r}")
     return 0
 
 
@@ -190,22 +258,23 @@ def _serve(args: argparse.Namespace, plan: Plan) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
-    job = ledger.job(args.job)
+async def _report(args: argparse.Namespace, plan: Plan, ledger: Ledger) -> int:
+    job = await ledger.job(args.job)
     if job is None:
         raise JobError(f"no job {args.job!r} in {ledger.path}")
-    print(build_report(plan, job, ledger, {}), end="")
+    print(await build_report(plan, job, ledger, {}), end="")
     return 0
 
 
 def _check_plan(args: argparse.Namespace, plan: Plan) -> int:
-    path = args.ledger or default_ledger()
-    book = Ledger(path) if path.exists() else None
-    try:
-        return anyio.run(_check, plan, book)
-    finally:
-        if book is not None:
-            book.close()
+    return anyio.run(_check, plan, args.ledger or default_ledger())
+
+
+async def _with_ledger(args: argparse.Namespace, plan: Plan) -> int:
+    async with Ledger.opened(args.ledger or default_ledger()) as ledger:
+        if args.command == "report":
+            return await _report(args, plan, ledger)
+        return await _run(args, plan, ledger)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,14 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         by_plan = {"check": _check_plan, "serve": _serve}
         if args.command in by_plan:
             return by_plan[args.command](args, plan)
-        ledger = Ledger(args.ledger or default_ledger())
-        try:
-            if args.command == "report":
-                return _report(args, plan, ledger)
-            return anyio.run(_run, args, plan, ledger)
-        finally:
-            ledger.close()
-    except (PlanError, JobError) as exc:
+        if args.command in ("up", "down"):
+            return anyio.run(_up if args.command == "up" else _down, args, plan)
+        return anyio.run(_with_ledger, args, plan)
+    except (PlanError, JobError, LedgerError) as exc:
         print(f"crew: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,5 +1,5 @@
 """One agent of the crew, reached with the official a2a-sdk client (v1.0 or v0.3, JSON-RPC or
-REST, streaming or polling): the only module that sees the SDK's protobuf types.
+REST, streaming, polling or push); the SDK's types are converted in sdk.py.
 
 `AgentLink.connect` reads the agent card (is it reachable, which versions does it speak), picks
 one interface (v1.0 first, then v0.3; JSON-RPC first, then REST, unless the plan says
@@ -13,15 +13,10 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import anyio
 import httpx
 from a2a.client import Client, ClientConfig, ClientFactory
-from a2a.client.card_resolver import parse_agent_card
-from a2a.client.errors import A2AClientError
 from a2a.types import (
     AgentCard,
     AgentInterface,
@@ -33,187 +28,47 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
-    StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskNotCancelableError,
     TaskPushNotificationConfig,
-    TaskState,
     UnsupportedOperationError,
 )
-from a2a.utils.errors import A2AError
-from google.protobuf.json_format import MessageToDict, ParseError
-from packaging.version import InvalidVersion, Version
 
-from examples.crew.changes import PATCH_MEDIA_TYPE, is_patch_media
-from examples.crew.output import ArtifactView, PartView
+from examples.crew.changes import PATCH_MEDIA_TYPE
 from examples.crew.plan import AgentSpec
 from examples.crew.push import PushReceiver
+from examples.crew.sdk import (
+    AgentBusyError,
+    AgentError,
+    AgentUnreachableError,
+    RemoteTask,
+    Update,
+    choose_interface,
+    closing,
+    major_minor,
+    read_card,
+    settled,
+    to_remote,
+    to_update,
+    translated,
+)
 
-TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
-INTERRUPTED = frozenset({"input-required", "auth-required"})
-WRAPPER_KEY = "a2aWrapper"  # where a2a-wrapper daemons put backend, session and usage
+__all__ = [
+    "AgentBusyError",
+    "AgentError",
+    "AgentLink",
+    "AgentUnreachableError",
+    "RemoteTask",
+    "Update",
+    "closing",
+    "trace_id_of",
+]
 
-_STATES = {
-    TaskState.TASK_STATE_SUBMITTED: "submitted",
-    TaskState.TASK_STATE_WORKING: "working",
-    TaskState.TASK_STATE_COMPLETED: "completed",
-    TaskState.TASK_STATE_FAILED: "failed",
-    TaskState.TASK_STATE_CANCELED: "canceled",
-    TaskState.TASK_STATE_INPUT_REQUIRED: "input-required",
-    TaskState.TASK_STATE_REJECTED: "rejected",
-    TaskState.TASK_STATE_AUTH_REQUIRED: "auth-required",
-}
-_BINDINGS = ("JSONRPC", "HTTP+JSON")
 _TIMEOUT = httpx.Timeout(30.0, read=120.0)
-T = TypeVar("T")
 # Without a word from the webhook for this long, a task followed by push is looked at anyway
 # (a lost notification); at least the plan's pollInterval.
 PUSH_FALLBACK = 30.0
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class AgentError(Exception):
-    """The agent answered, with an error (the message says which)."""
-
-
-class AgentUnreachableError(AgentError):
-    """The agent could not be reached (connection refused, timeout, bad card)."""
-
-
-@dataclass(frozen=True)
-class RemoteTask:
-    """A task as the agent reported it."""
-
-    id: str
-    context_id: str
-    state: str
-    note: str = ""
-    artifacts: tuple[ArtifactView, ...] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def wrapper(self) -> Mapping[str, Any]:
-        section = self.metadata.get(WRAPPER_KEY)
-        return section if isinstance(section, Mapping) else {}
-
-    @property
-    def backend(self) -> str | None:
-        backend = self.wrapper.get("backend")
-        return backend if isinstance(backend, str) else None
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        usage = self.wrapper.get("usage")
-        return dict(usage) if isinstance(usage, Mapping) else {}
-
-
-@dataclass(frozen=True)
-class Update:
-    """One thing that happened to a task: a state (None for output only) and a note."""
-
-    task_id: str
-    context_id: str
-    state: str | None
-    note: str = ""
-    reply: RemoteTask | None = None
-    """Set when the agent answered with a direct Message instead of a task."""
-
-
-def _text(parts: Sequence[Part]) -> str:
-    return "\n".join(p.text for p in parts if p.WhichOneof("content") == "text")
-
-
-def _part(part: Part) -> PartView:
-    kind = part.WhichOneof("content")
-    media = part.media_type or None
-    if kind == "text":
-        return PartView(text=part.text, media_type=media)
-    if kind == "data":
-        return PartView(data=MessageToDict(part.data), media_type=media)
-    if kind == "url":
-        return PartView(url=part.url, filename=part.filename or None, media_type=media)
-    # A patch (the `changes` artifact's file part) is kept as text: later steps apply it.
-    content = part.raw.decode("utf-8", "replace") if is_patch_media(media) else None
-    return PartView(
-        filename=part.filename or None, media_type=media, size=len(part.raw), content=content
-    )
-
-
-def to_remote(task: Task) -> RemoteTask:
-    message = task.status.message if task.status.HasField("message") else None
-    return RemoteTask(
-        id=task.id,
-        context_id=task.context_id,
-        state=_STATES.get(task.status.state, "unknown"),
-        note=_text(message.parts) if message is not None else "",
-        artifacts=tuple(
-            ArtifactView(a.artifact_id, a.name, tuple(_part(p) for p in a.parts))
-            for a in task.artifacts
-        ),
-        metadata=MessageToDict(task.metadata) if task.HasField("metadata") else {},
-    )
-
-
-def _update(event: StreamResponse) -> Update | None:
-    kind = event.WhichOneof("payload")
-    if kind == "task":
-        task = to_remote(event.task)
-        return Update(task.id, task.context_id, task.state, task.note)
-    if kind == "status_update":
-        status = event.status_update.status
-        note = _text(status.message.parts) if status.HasField("message") else ""
-        return Update(
-            event.status_update.task_id,
-            event.status_update.context_id,
-            _STATES.get(status.state, "unknown"),
-            note,
-        )
-    if kind == "message":
-        message = event.message
-        view = ArtifactView("reply", "reply", tuple(_part(p) for p in message.parts))
-        reply = RemoteTask("", message.context_id, "completed", artifacts=(view,))
-        return Update("", message.context_id, "completed", reply=reply)
-    return None  # artifact updates: the final task carries the artifacts
-
-
-def _major_minor(version: str) -> str | None:
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return None
-    return f"{parsed.major}.{parsed.minor}"
-
-
-def choose_interface(card: AgentCard, spec: AgentSpec) -> AgentInterface:
-    """v1.0 before v0.3, then JSON-RPC before REST, within what the plan allows."""
-    if spec.follow == "stream" and not card.capabilities.streaming:
-        raise AgentError("the plan asks follow=stream, but the card has no streaming")
-    candidates = [
-        i
-        for i in card.supported_interfaces
-        if i.protocol_binding in _BINDINGS
-        and _major_minor(i.protocol_version) in ("1.0", "0.3")
-        and spec.protocol in ("auto", _major_minor(i.protocol_version))
-        and spec.binding in ("auto", i.protocol_binding)
-    ]
-    if not candidates:
-        offered = ", ".join(
-            f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
-        )
-        raise AgentError(
-            f"no usable interface (offered: {offered or 'none'}; this crew speaks JSONRPC or "
-            f"HTTP+JSON, v1.0 or v0.3; the plan asks protocol={spec.protocol}, "
-            f"binding={spec.binding})"
-        )
-
-    def rank(i: AgentInterface) -> tuple[int, int]:
-        return (
-            0 if _major_minor(i.protocol_version) == "1.0" else 1,
-            _BINDINGS.index(i.protocol_binding),
-        )
-
-    return min(candidates, key=rank)
 
 
 class AgentLink:
@@ -249,7 +104,7 @@ class AgentLink:
 
     @property
     def protocol(self) -> str:
-        return _major_minor(self.interface.protocol_version) or self.interface.protocol_version
+        return major_minor(self.interface.protocol_version) or self.interface.protocol_version
 
     @property
     def binding(self) -> str:
@@ -258,7 +113,7 @@ class AgentLink:
     @property
     def versions(self) -> list[str]:
         """Every protocol version the card offers (Major.Minor)."""
-        found = {_major_minor(i.protocol_version) for i in self.card.supported_interfaces}
+        found = {major_minor(i.protocol_version) for i in self.card.supported_interfaces}
         return sorted((v for v in found if v), reverse=True)
 
     @property
@@ -285,7 +140,7 @@ class AgentLink:
         hooks = {"request": [_traced(trace_id)]} if trace_id else {}
         http = httpx.AsyncClient(timeout=_TIMEOUT, headers=headers, event_hooks=hooks)
         try:
-            card = await _read_card(http, spec.card_url)
+            card = await read_card(http, spec.card_url)
             interface = choose_interface(card, spec)
             only = AgentCard()
             only.CopyFrom(card)
@@ -344,14 +199,14 @@ class AgentLink:
             configuration.task_push_notification_config.CopyFrom(self._push_config(""))
         request = SendMessageRequest(message=message, configuration=configuration)
         last: Update | None = None
-        async with _translated(), closing(self._client.send_message(request)) as events:
+        async with translated(), closing(self._client.send_message(request)) as events:
             async for event in events:
-                update = _update(event)
+                update = to_update(event)
                 if update is None:
                     continue
                 last = update
                 yield update
-                if update.reply is not None or _settled(update.state):
+                if update.reply is not None or settled(update.state):
                     return
         if last is not None and not self.streaming:
             async for update in self._wait(last.task_id):
@@ -360,26 +215,26 @@ class AgentLink:
     async def follow(self, task_id: str) -> AsyncIterator[Update]:
         """Yield a task's state now, then its changes until it ends or needs input."""
         if self.push is not None:  # this run's webhook (a restarted crew has a new one)
-            async with _translated():
+            async with translated():
                 await self._client.create_task_push_notification_config(self._push_config(task_id))
         task = await self.get(task_id)
         yield Update(task.id, task.context_id, task.state, task.note)
-        if _settled(task.state):
+        if settled(task.state):
             return
         if not self.streaming:
             async for update in self._wait(task_id):
                 yield update
             return
-        async with _translated():
+        async with translated():
             try:
                 subscription = self._client.subscribe(SubscribeToTaskRequest(id=task_id))
                 async with closing(subscription) as events:
                     async for event in events:
-                        change = _update(event)
+                        change = to_update(event)
                         if change is None:
                             continue
                         yield change
-                        if _settled(change.state):
+                        if settled(change.state):
                             return
             except UnsupportedOperationError:
                 pass  # it ended between the get and the subscribe
@@ -408,7 +263,7 @@ class AgentLink:
             if woke:
                 return  # the caller confirms with GetTask: a notification is only a hint
             task = await self.get(task_id)
-            if _settled(task.state):
+            if settled(task.state):
                 yield Update(task.id, task.context_id, task.state, task.note)
                 return
 
@@ -420,18 +275,18 @@ class AgentLink:
             if task.state != state:
                 state = task.state
                 yield Update(task.id, task.context_id, task.state, task.note)
-            if _settled(task.state):
+            if settled(task.state):
                 return
             await anyio.sleep(interval)
 
     async def get(self, task_id: str) -> RemoteTask:
         self.gets += 1
-        async with _translated():
+        async with translated():
             return to_remote(await self._client.get_task(GetTaskRequest(id=task_id)))
 
     async def cancel(self, task_id: str) -> RemoteTask:
         """Cancel a task; one that already ended is returned as it is."""
-        async with _translated():
+        async with translated():
             try:
                 return to_remote(await self._client.cancel_task(CancelTaskRequest(id=task_id)))
             except TaskNotCancelableError:
@@ -443,7 +298,7 @@ class AgentLink:
         if not self.can_look_up:
             return None
         token = ""
-        async with _translated():
+        async with translated():
             while True:
                 page = await self._client.list_tasks(
                     ListTasksRequest(context_id=context_id, page_size=100, page_token=token)
@@ -488,45 +343,3 @@ def _pushable(spec: AgentSpec, card: AgentCard) -> bool:
         return False
     host = httpx.URL(spec.card_url).host
     return spec.follow == "push" or (spec.follow == "auto" and host in LOOPBACK_HOSTS)
-
-
-def _settled(state: str | None) -> bool:
-    return state in TERMINAL or state in INTERRUPTED
-
-
-@asynccontextmanager
-async def _translated() -> AsyncIterator[None]:
-    """Turn the SDK's and httpx's exceptions into AgentError / AgentUnreachableError."""
-    try:
-        yield
-    except (A2AClientError, httpx.HTTPError, OSError) as exc:
-        raise AgentUnreachableError(str(exc) or type(exc).__name__) from exc
-    except A2AError as exc:
-        raise AgentError(f"{type(exc).__name__}: {exc.message}") from exc
-    except NotImplementedError as exc:
-        raise AgentError(str(exc)) from exc
-
-
-@asynccontextmanager
-async def closing(events: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
-    """Close an async generator as soon as its consumer is done with it (not at GC time), so
-    an abandoned stream releases its HTTP connection at once."""
-    try:
-        yield events
-    finally:
-        close = getattr(events, "aclose", None)
-        if close is not None:
-            await close()
-
-
-async def _read_card(http: httpx.AsyncClient, url: str) -> AgentCard:
-    try:
-        response = await http.get(url)
-        response.raise_for_status()
-        return parse_agent_card(response.json())
-    except httpx.HTTPStatusError as exc:
-        raise AgentUnreachableError(f"card: HTTP {exc.response.status_code}") from exc
-    except httpx.HTTPError as exc:
-        raise AgentUnreachableError(f"card unreachable: {exc!s} ({type(exc).__name__})") from exc
-    except (ValueError, ParseError) as exc:
-        raise AgentUnreachableError(f"card is not a valid agent card: {exc}") from exc

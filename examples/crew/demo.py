@@ -1,17 +1,20 @@
-"""`make crew-demo`: a whole crew on this machine, no API key needed.
+"""`make crew-demo`: whole crews on this machine, no API key needed.
 
-    python -m examples.crew.demo [--scripted] [--manifest PATH] [--keep]
+    python -m examples.crew.demo [--all | --fix-until-green | --review | --scripted |
+                                  --manifest PATH] [--keep]
 
-Reads a manifest (`demo/demo.json`, or `demo/scripted.json` with `--scripted`) that names the
-plan, the job input, one daemon config per agent and the mock model servers they talk to. Then:
-starts the mock models (in this process), starts one `a2a-wrapper serve CONFIG --port 0` per
-agent on 127.0.0.1 (each in its own process group; its URL goes into the environment variable
-the plan reads), runs the plan, prints the report, checks that every step was done by the
-backend its agent's config names, and stops everything it started, by PID.
+A phase reads a manifest (`demo/demo.json`: write, review, revise, then test and document;
+`demo/fix-until-green.json`; `demo/review.json`: the cross-vendor review; `demo/scripted.json`:
+the first with scripted stand-ins) that names the plan, the job input, one daemon config per
+agent and the mock model servers they talk to. Then: starts the mock models (in this process)
+and scripts them, writes the plan with each agent's `daemon` config and a free port, runs
+`python -m examples.crew up` on it, runs the job, prints the report, checks that every step was
+done by the backend its agent's config names (and, for a project, that the job's patch applies
+to a fresh clone where the tests pass), then `python -m examples.crew down` and checks that no
+daemon it started is left running. `--all` (what `make crew-demo` runs) runs the first three.
 
 Everything about the agents is configuration: switching from scripted to real backends changes
-the manifest and the daemon configs, not this file. Exit status 0 when every step was done by
-its intended backend.
+the manifest and the daemon configs, not this file. Exit status 0 when every phase passed.
 """
 
 from __future__ import annotations
@@ -21,32 +24,32 @@ import json
 import os
 import secrets
 import shutil
-import signal
+import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import IO
 
 import anyio
 
 from examples.crew.events import NobodyAsker
+from examples.crew.fleet import alive, recorded
 from examples.crew.job import JobError, run_job
 from examples.crew.ledger import Ledger
 from examples.crew.mock_models import MockModelError, Script, running
 from examples.crew.plan import Plan, PlanError, load_plan
 from examples.crew.runner import JobOutcome
+from examples.crew.states import RunState, StepState
 from examples.crew.view import LineView
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-EXE = Path(sys.executable).with_name("a2a-wrapper")
 BUILTIN = ("claude", "codex", "opencode", "copilot")
-START_TIMEOUT = 60.0
-STOP_TIMEOUT = 15.0
+JOB = "crew-demo"
+PHASES = ("demo", "fix-until-green", "review")
 
 
 class DemoError(Exception):
@@ -104,104 +107,71 @@ class Manifest:
         )
 
 
-class DaemonProcess:
-    """One `a2a-wrapper serve`, in a process group of its own, stopped by its PID."""
-
-    def __init__(self, agent: DemoAgent, env: Mapping[str, str], log: Path) -> None:
-        self.agent = agent
-        self._env = dict(env)
-        self._log_path = log
-        self._log: IO[str] | None = None
-        self.proc: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    def start(self) -> str:
-        self._log = self._log_path.open("w")
-        self.proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
-            [str(EXE), "serve", str(self.agent.config), "--port", "0"],
-            cwd=REPO,
-            env=self._env,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-        if self.proc.stdout is None:
-            raise DemoError("no stdout pipe")
-        line = self.proc.stdout.readline()
-        if not line.startswith("a2a-wrapper listening on "):
-            self.stop()
-            log = self._log_path.read_text()[-2000:]
-            raise DemoError(f"daemon {self.agent.name} did not start ({line.strip()!r}):\n{log}")
-        self.url = line.split()[-1]
-        return self.url
-
-    def stop(self) -> int | None:
-        """SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL the daemon's process group."""
-        proc = self.proc
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if self._log is not None:
-            self._log.close()
-        return proc.returncode
-
-
-@asynccontextmanager
-async def daemons(agents: list[DemoAgent], env: dict[str, str], logs: Path) -> AsyncIterator[None]:
-    """Start every agent's daemon (its URL into `env[agent.url_env]`); stop them all after.
-    Starting and stopping block, so they run in a thread: the mock models in this event loop
-    must keep answering meanwhile."""
-    started = [DaemonProcess(agent, env, logs / f"{agent.name}.log") for agent in agents]
-
-    async def start(daemon: DaemonProcess) -> None:
-        with anyio.fail_after(START_TIMEOUT):
-            url = await anyio.to_thread.run_sync(daemon.start, abandon_on_cancel=True)
-        env[daemon.agent.url_env] = url
-        pid = daemon.proc.pid if daemon.proc else "?"
-        print(
-            f"demo: {daemon.agent.name}: {daemon.agent.intended_backend()} daemon, pid {pid}, "
-            f"{url}",
-            file=sys.stderr,
-        )
-
-    try:
-        async with anyio.create_task_group() as tg:
-            for daemon in started:
-                tg.start_soon(start, daemon)
-        yield
-    finally:
-        with anyio.CancelScope(shield=True):
-            for daemon in reversed(started):
-                code = await anyio.to_thread.run_sync(daemon.stop)
-                print(f"demo: stopped {daemon.agent.name} (exit {code})", file=sys.stderr)
-
-
-def problems(plan: Plan, outcome: JobOutcome, ledger: Ledger, agents: list[DemoAgent]) -> list[str]:
+async def problems(
+    plan: Plan, outcome: JobOutcome, ledger: Ledger, agents: list[DemoAgent]
+) -> list[str]:
     """What is wrong: a step not done, or done by another backend than its agent's config."""
     intended = {a.name: a.intended_backend() for a in agents}
     found = []
     for step in plan.steps:
         state = outcome.steps[step.id]
-        runs = ledger.runs(outcome.job_id, step.id)
-        backends = {r.backend for r in runs if r.state == "done" and r.backend}
-        if state != "done":
+        runs = await ledger.runs(outcome.job_id, step.id)
+        backends = {r.backend for r in runs if r.state is RunState.DONE and r.backend}
+        if state is not StepState.DONE:
             found.append(f"step {step.id}: {state}")
         elif backends != {intended[step.agent]}:
             found.append(f"step {step.id}: done by {sorted(backends)}, not {intended[step.agent]}")
     return found
 
 
-async def run_demo(manifest: Manifest, work: Path) -> int:
+def free_port() -> int:
+    """A port nothing listens on now (bound, then closed): the plan's port for an agent."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fleet_plan(manifest: Manifest, work: Path, env: dict[str, str]) -> Path:
+    """The manifest's plan with each agent's daemon config (`daemon`) and a free port (its
+    URL in the environment variable the plan reads), for `up`."""
+    doc = json.loads(manifest.plan.read_text())
+    for agent in manifest.agents:
+        env[agent.url_env] = f"http://127.0.0.1:{free_port()}"
+        doc["agents"][agent.name]["daemon"] = str(agent.config)
+    path = work / manifest.plan.name
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+async def crew_command(env: Mapping[str, str], *argv: str) -> str:
+    """`python -m examples.crew ARGV` (up, down, apply): its output; DemoError on failure."""
+    done = await anyio.run_process(
+        [sys.executable, "-m", "examples.crew", *argv], cwd=REPO, env=env, check=False
+    )
+    output = (done.stdout + done.stderr).decode(errors="replace").strip()
+    for line in output.splitlines():
+        print(f"demo: {argv[0]}: {line}", file=sys.stderr)
+    if done.returncode != 0:
+        raise DemoError(f"python -m examples.crew {argv[0]}: exit {done.returncode}")
+    return output
+
+
+def _advice(keep: bool, ledger: Path, root: Path) -> str | None:
+    """The report's line on applying the job's patch: the demo's ledger (under `root`, the
+    demo's temporary directory) is gone after it unless it is kept, and `apply` needs it."""
+    if keep:
+        return None  # the report's own advice names the kept ledger
+    return (
+        "This demo's ledger is in a temporary directory deleted when the demo ends: run the "
+        f"demo again with `--keep` to apply the patch afterwards (`python -m examples.crew "
+        f"apply --job {JOB} --ledger <the kept directory>/{ledger.relative_to(root)} --to DIR`)."
+    )
+
+
+async def run_demo(
+    manifest: Manifest, work: Path, *, keep: bool = False, root: Path | None = None
+) -> int:
+    """One phase in `work` (inside `root`, the demo's temporary directory; default `work`)."""
     for name in ("state", "home", "work", "logs"):
         (work / name).mkdir(parents=True, exist_ok=True)
     origin = work / "project"
@@ -222,6 +192,8 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
     }
     for name in manifest.tokens:  # the daemons require them, the plan's tokenEnv sends them
         env[name] = secrets.token_hex(16)
+    ledger_path = work / "state" / "crew.sqlite3"
+    fleet = work / "state" / "daemons"
     async with running(list(manifest.models)) as models:
         for kind, model in models.items():
             env[manifest.models[kind]] = model.url
@@ -231,24 +203,33 @@ async def run_demo(manifest: Manifest, work: Path) -> int:
             if kind in manifest.judges:
                 model.judge_pytest()
             print(f"demo: mock model {kind} at {model.url}", file=sys.stderr)
-        async with daemons(manifest.agents, env, work / "logs"):
-            plan = load_plan(manifest.plan, env)
-            ledger = Ledger(work / "state" / "crew.sqlite3")
-            try:
+        plan_path = fleet_plan(manifest, work, env)
+        started = {}
+        try:
+            await crew_command(env, "up", str(plan_path), "--state", str(fleet))
+            started = recorded(fleet)
+            plan = load_plan(plan_path, env)
+            async with Ledger.opened(ledger_path) as ledger:
                 result = await run_job(
                     plan,
                     ledger,
-                    "crew-demo",
+                    JOB,
                     manifest.input,
                     asker=NobodyAsker(),
                     observer=LineView(),
                     environ=env,
+                    apply_advice=_advice(keep, ledger_path, root or work),
                 )
-                wrong = problems(plan, result.outcome, ledger, manifest.agents)
-            finally:
-                ledger.close()
+                wrong = await problems(plan, result.outcome, ledger, manifest.agents)
+        finally:
+            started = started or recorded(fleet)
+            with anyio.CancelScope(shield=True):
+                await crew_command(env, "down", str(plan_path), "--state", str(fleet))
+    wrong += [
+        f"{d.agent}: pid {d.pid} still running after down" for d in started.values() if alive(d)
+    ]
     if manifest.project is not None and not wrong:
-        wrong += await check_apply(origin, work, ledger.path)
+        wrong += await check_apply(origin, work, ledger_path, env)
     print(result.report, end="")
     for problem in wrong:
         print(f"demo: FAIL {problem}", file=sys.stderr)
@@ -293,49 +274,82 @@ def _with_python(turns: list[list[dict[str, str]]]) -> list[list[dict[str, str]]
     ]
 
 
-async def check_apply(origin: Path, work: Path, ledger: Path) -> list[str]:
+async def check_apply(origin: Path, work: Path, ledger: Path, env: Mapping[str, str]) -> list[str]:
     """`apply` the job's combined patch to a fresh clone, as a person would, and run the
     project's tests there."""
     scratch = work / "scratch"
     _git(work, "clone", "-q", str(origin), str(scratch))
-    argv = ["-m", "examples.crew", "apply", "--job", "crew-demo", "--ledger", str(ledger)]
-    for what, command, cwd in (
-        ("apply", [*argv, "--to", str(scratch)], REPO),
-        ("pytest after apply", ["-m", "pytest", "-q", "-p", "no:cacheprovider"], scratch),
-    ):
-        done = await anyio.run_process([sys.executable, *command], cwd=cwd, check=False)
-        output = (done.stdout + done.stderr).decode(errors="replace").strip()
-        print(f"demo: {what} in {scratch}: exit {done.returncode}\n{output}", file=sys.stderr)
-        if done.returncode != 0:
-            return [f"{what} in the scratch checkout: exit {done.returncode}"]
+    try:
+        await crew_command(
+            env, "apply", "--job", JOB, "--ledger", str(ledger), "--to", str(scratch)
+        )
+    except DemoError:
+        return [f"apply in the scratch checkout {scratch}"]
+    print(f"demo: apply in {scratch}: exit 0", file=sys.stderr)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    done = await anyio.run_process(command, cwd=scratch, check=False)
+    output = (done.stdout + done.stderr).decode(errors="replace").strip()
+    print(
+        f"demo: pytest after apply in {scratch}: exit {done.returncode}\n{output}", file=sys.stderr
+    )
+    if done.returncode != 0:
+        return [f"pytest after apply in the scratch checkout: exit {done.returncode}"]
     return []
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.crew.demo", description=__doc__)
-    parser.add_argument("--scripted", action="store_true", help="scripted stand-in agents")
-    parser.add_argument(
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true", help="every phase: " + ", ".join(PHASES))
+    which.add_argument("--scripted", action="store_true", help="scripted stand-in agents")
+    which.add_argument(
         "--fix-until-green",
         action="store_true",
         help="fix-until-green.json: Codex and OpenCode, each in worktrees of its own",
     )
-    parser.add_argument("--manifest", type=Path, help="another demo manifest")
+    which.add_argument(
+        "--review", action="store_true", help="review.json: Codex writes, Claude reviews"
+    )
+    which.add_argument("--manifest", type=Path, help="another demo manifest")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args(argv)
-    name = "scripted" if args.scripted else "fix-until-green" if args.fix_until_green else "demo"
-    default = HERE / "demo" / f"{name}.json"
-    manifest = Manifest.load(args.manifest or default)
+    if args.manifest:
+        manifests = [args.manifest]
+    else:
+        names = (
+            PHASES
+            if args.all
+            else ["scripted"]
+            if args.scripted
+            else ["fix-until-green"]
+            if args.fix_until_green
+            else ["review"]
+            if args.review
+            else ["demo"]
+        )
+        manifests = [HERE / "demo" / f"{name}.json" for name in names]
     work = Path(tempfile.mkdtemp(prefix="crew-demo-"))
+    failed = []
     try:
-        return anyio.run(run_demo, manifest, work)
-    except (DemoError, MockModelError, PlanError, JobError) as exc:
-        print(f"demo: {exc}", file=sys.stderr)
-        return 2
+        for n, path in enumerate(manifests, 1):
+            print(f"demo: phase {n}/{len(manifests)}: {path.name}", file=sys.stderr)
+            phase = work / path.stem if len(manifests) > 1 else work
+            try:
+                run = partial(run_demo, keep=args.keep, root=work)
+                code = anyio.run(run, Manifest.load(path), phase)
+            except (DemoError, MockModelError, PlanError, JobError) as exc:
+                print(f"demo: {exc}", file=sys.stderr)
+                code = 2
+            if code:
+                failed.append((path.name, code))
     finally:
         if args.keep:
             print(f"demo: work directory kept: {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
+    for name, code in failed:
+        print(f"demo: phase {name} failed (exit {code})", file=sys.stderr)
+    return max((code for _, code in failed), default=0)
 
 
 if __name__ == "__main__":

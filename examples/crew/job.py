@@ -19,6 +19,7 @@ from examples.crew.plan import Plan
 from examples.crew.push import PushReceiver
 from examples.crew.report import AgentInfo, build_report
 from examples.crew.runner import Crew, JobOutcome
+from examples.crew.states import JobState, StepState
 
 
 class JobError(Exception):
@@ -36,15 +37,15 @@ def new_job_id(plan: Plan) -> str:
     return f"{plan.name}-{stamp}-{uuid.uuid4().hex[:4]}"
 
 
-def open_job(ledger: Ledger, plan: Plan, job_id: str, job_input: str | None) -> JobRow:
+async def open_job(ledger: Ledger, plan: Plan, job_id: str, job_input: str | None) -> JobRow:
     """Create the job, or check that a re-run asks for the same job (the run never re-plans).
     A new job gets a contextId of its own: contexts are never shared between jobs."""
-    job = ledger.job(job_id)
+    job = await ledger.job(job_id)
     if job is None:
         if job_input is None:
             raise JobError(f"job {job_id!r} is new: give it an --input")
         context_id = f"crew-{job_id}-{uuid.uuid4().hex[:12]}"
-        return ledger.create_job(job_id, plan.name, plan.digest(), job_input, context_id)
+        return await ledger.create_job(job_id, plan.name, plan.digest(), job_input, context_id)
     if job.plan_digest != plan.digest():
         raise JobError(
             f"job {job_id!r} was started with another plan (digest {job.plan_digest}, this one "
@@ -62,10 +63,12 @@ async def connect(
     *,
     trace_id: str | None = None,
     problems: dict[str, str] | None = None,
+    all_of_them: bool = False,
 ) -> dict[str, AgentLink]:
     """Read the cards of every named role's agents (its own and its alternates, `role#n`) at
-    once; fail (closing the others) if a role has no usable agent. What was unusable goes
-    into `problems` (by agent name) when a role has another agent."""
+    once; fail (closing the others) if a role has no usable agent, unless `all_of_them` (for
+    `check`, which shows every agent). What was unusable goes into `problems` (by agent
+    name): each names the agent, its URL and why."""
     links: dict[str, AgentLink] = {}
     errors: dict[str, str] = {}
 
@@ -86,7 +89,7 @@ async def connect(
         for role in sorted(names)
         if not any(name in links for name, _ in plan.candidates(role))
     ]
-    if dead:
+    if dead and not all_of_them:
         await close(links)
         raise JobError(
             "; ".join(errors[n] for role in dead for n, _ in plan.candidates(role) if n in errors)
@@ -122,10 +125,13 @@ async def run_job(
     asker: Asker,
     observer: Observer,
     environ: Mapping[str, str] | None = None,
+    apply_advice: str | None = None,
 ) -> JobResult:
-    job = open_job(ledger, plan, job_id, job_input)
-    ledger.set_job_state(job_id, "running")
-    done = {s for s, row in ledger.steps(job_id).items() if row.state == "done"}
+    """Run (or resume) a job to its report. JobError, naming every unusable agent with its
+    URL and why, when a step's role has no usable agent (nothing is sent then)."""
+    job = await open_job(ledger, plan, job_id, job_input)
+    await ledger.set_job_state(job_id, JobState.RUNNING)
+    done = {s for s, row in (await ledger.steps(job_id)).items() if row.state is StepState.DONE}
     needed = {s.agent for s in plan.steps if s.id not in done}
     problems: dict[str, str] = {}
     links = await connect(plan, needed, environ, trace_id=trace_id_of(job_id), problems=problems)
@@ -145,7 +151,9 @@ async def run_job(
                 raise
             for link in links.values():
                 link.push = receiver if link.pushable else None
-        return await _run_crew(plan, ledger, job, links, asker=asker, observer=observer)
+        return await _run_crew(
+            plan, ledger, job, links, asker=asker, observer=observer, advice=apply_advice
+        )
 
 
 def waiting_section(job_id: str, links: Mapping[str, AgentLink]) -> str:
@@ -190,6 +198,7 @@ async def _run_crew(
     *,
     asker: Asker,
     observer: Observer,
+    advice: str | None,
 ) -> JobResult:
     job_id = job.job_id
     try:
@@ -206,7 +215,8 @@ async def _run_crew(
         outcome = await crew.run()
     finally:
         await close(links)
-    save_job_patch(ledger, job_id)
-    final = ledger.job(job_id) or job
-    report = build_report(plan, final, ledger, {n: agent_info(k) for n, k in links.items()})
+    await save_job_patch(ledger, job_id)
+    final = await ledger.job(job_id) or job
+    infos = {n: agent_info(k) for n, k in links.items()}
+    report = await build_report(plan, final, ledger, infos, apply_advice=advice)
     return JobResult(outcome, report + waiting_section(job_id, links))

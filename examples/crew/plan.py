@@ -40,6 +40,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from examples.crew.daemon import ConfigError, substitute
 from examples.crew.template import StepRef, TemplateError, references
 
 
@@ -86,6 +87,11 @@ class AgentSpec(Model):
         "else stream when the card says it can, else poll",
     )
     poll_interval: Millis = 1000
+    daemon: str | None = Field(
+        default=None,
+        description="An a2a-wrapper daemon config file (relative to the plan's folder) that "
+        "`python -m examples.crew up PLAN` starts this agent with, on the card URL's port",
+    )
     alternates: list[AgentSpec] = Field(
         default_factory=list,
         description="Agents that take the step over, in order, when this one is unreachable, "
@@ -116,12 +122,17 @@ class RepeatUntil(Model):
             raise ValueError("give exactly one of 'equals' and 'in'")
         return self
 
-    def met(self, data: Any) -> bool:
+    def verdict(self, data: Any) -> Any:
+        """The verdict field of a verdict step's JSON output (None when it has none)."""
         value = data
         for key in self.field.split("."):
             if not isinstance(value, Mapping) or key not in value:
-                return False
+                return None
             value = value[key]
+        return value
+
+    def met(self, data: Any) -> bool:
+        value = self.verdict(data)
         return value == self.equals if self.in_ is None else value in self.in_
 
 
@@ -311,26 +322,6 @@ def _check_references(plan: Plan, step: StepSpec, order: list[str]) -> None:
             )
 
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _substitute(value: Any, path: str, environ: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-
-        def repl(match: re.Match[str]) -> str:
-            name, default = match.group(1), match.group(2)
-            if name in environ:
-                return environ[name]
-            if default is not None:
-                return default
-            raise PlanError(f"{path}: environment variable {name} is not set")
-
-        return _VAR.sub(repl, value)
-    if isinstance(value, dict):
-        return {k: _substitute(v, f"{path}.{k}", environ) for k, v in value.items()}
-    return value
-
-
 def _describe(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False):
@@ -346,7 +337,10 @@ def parse_plan(doc: Any, environ: Mapping[str, str] | None = None) -> Plan:
         raise PlanError("a plan is a JSON object")
     env = os.environ if environ is None else environ
     if isinstance(doc.get("agents"), dict):
-        doc = {**doc, "agents": _substitute(doc["agents"], "agents", env)}
+        try:
+            doc = {**doc, "agents": substitute(doc["agents"], env, "agents")}
+        except ConfigError as exc:
+            raise PlanError(str(exc)) from exc
     try:
         return Plan.model_validate(doc)
     except ValidationError as exc:

@@ -3,13 +3,17 @@ every step's result, the gaps, the questions waiting for an answer, every remote
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import anyio
+
 from examples.crew.changes import PATCH_FILE, combine, job_changes, job_dir, summary
 from examples.crew.ledger import JobRow, Ledger, RunRow, StepRow
 from examples.crew.plan import Plan, StepSpec
+from examples.crew.states import RunState, StepState
 
 MAX_RESULT_CHARS = 6000
 
@@ -52,7 +56,9 @@ def _fence(text: str, lang: str = "text") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _changes(ledger: Ledger, job: JobRow, runs: list[RunRow]) -> list[str]:
+def _changes(
+    ledger: Ledger, job: JobRow, runs: list[RunRow], saved_exists: bool, advice: str | None
+) -> list[str]:
     """The job's combined patch: which turns made it, what it changes, where it is saved."""
     made = job_changes(runs)
     if not made:
@@ -65,15 +71,37 @@ def _changes(ledger: Ledger, job: JobRow, runs: list[RunRow]) -> list[str]:
         for c in made
     ]
     out += ["", summary(made), ""]
-    if saved.is_file():
+    if saved_exists and advice is None:  # other advice: the file does not outlive the run
         out.append(f"The combined patch is saved as `{saved}`.")
     out += [
-        f"Apply it to your checkout with `python -m examples.crew apply --job {job.job_id}`"
+        advice
+        or f"Apply it to your checkout with `python -m examples.crew apply --job {job.job_id}`"
         f" (`--ledger {ledger.path}`, `--to DIR`); it refuses if any of it conflicts.",
         "",
         _fence(combine(made).rstrip("\n"), "diff"),
     ]
     return out
+
+
+def _loops(plan: Plan, by_step: Mapping[str, list[RunRow]]) -> list[str]:
+    """Each loop's verdicts, round by round (the last one is the final verdict)."""
+    out: list[str] = []
+    for spec in plan.steps:
+        loop = spec.repeat_until
+        if loop is None:
+            continue
+        done = [r for r in by_step.get(loop.step, []) if r.state is RunState.DONE]
+        verdicts = [
+            f"round {r.round}: {_cell(json.dumps(loop.verdict(r.output_data)))}"
+            + (" (met)" if loop.met(r.output_data) else "")
+            for r in sorted(done, key=lambda r: r.round)
+        ]
+        wanted = json.dumps(loop.equals) if loop.in_ is None else f"one of {json.dumps(loop.in_)}"
+        out.append(
+            f"- **{spec.id}** until {loop.step}.{loop.field} is {wanted}: "
+            + ("; ".join(verdicts) or "no verdict yet")
+        )
+    return ["", "## Verdicts", "", *out] if out else []
 
 
 def _usage(runs: list[RunRow]) -> tuple[int, int, float]:
@@ -91,14 +119,33 @@ def step_backend(runs: list[RunRow], agent: AgentInfo | None) -> str:
     return agent.name if agent is not None else ""
 
 
-def build_report(
+async def build_report(
     plan: Plan,
     job: JobRow,
     ledger: Ledger,
     agents: Mapping[str, AgentInfo],
+    *,
+    apply_advice: str | None = None,
 ) -> str:
-    steps: dict[str, StepRow] = ledger.steps(job.job_id)
-    runs = ledger.runs(job.job_id)
+    """The report of the job as the ledger has it (reads it; never blocks the event loop).
+    `apply_advice` replaces the line on how to apply the job's patch (the demo's, whose
+    ledger does not outlive it)."""
+    steps = await ledger.steps(job.job_id)
+    runs = await ledger.runs(job.job_id)
+    saved = await anyio.Path(job_dir(ledger, job.job_id) / PATCH_FILE).is_file()
+    return render_report(plan, job, steps, runs, agents, ledger, saved, apply_advice)
+
+
+def render_report(  # noqa: PLR0917 - the report's inputs, read once by build_report
+    plan: Plan,
+    job: JobRow,
+    steps: Mapping[str, StepRow],
+    runs: list[RunRow],
+    agents: Mapping[str, AgentInfo],
+    ledger: Ledger,
+    saved: bool,
+    apply_advice: str | None = None,
+) -> str:
     by_step: dict[str, list[RunRow]] = {s.id: [] for s in plan.steps}
     for run in runs:
         by_step.setdefault(run.step_id, []).append(run)
@@ -119,7 +166,7 @@ def build_report(
     for spec in plan.steps:
         row = steps.get(spec.id)
         step_runs = by_step.get(spec.id, [])
-        state = row.state if row is not None else "pending"
+        state = row.state if row is not None else StepState.PENDING
         times = [_seconds(r.started_at, r.ended_at) for r in step_runs]
         spent = sum(t for t in times if t is not None) if step_runs else None
         tin, tout, cost = _usage(step_runs)
@@ -129,13 +176,15 @@ def build_report(
             f" | {tin}/{tout} | {f'${cost:.4f}' if cost else ''} |"
         )
     gaps: list[tuple[StepSpec, StepRow | None]] = [
-        (s, steps.get(s.id)) for s in plan.steps if s.id not in steps or steps[s.id].state != "done"
+        (s, steps.get(s.id))
+        for s in plan.steps
+        if s.id not in steps or steps[s.id].state is not StepState.DONE
     ]
-    waiting = [(s, r) for s, r in gaps if r is not None and r.state == "needs-input"]
+    waiting = [(s, r) for s, r in gaps if r is not None and r.state is StepState.NEEDS_INPUT]
     if gaps:
         out += ["", "## Gaps", ""]
         for spec, step_row in gaps:
-            state = step_row.state if step_row else "pending"
+            state = step_row.state if step_row else StepState.PENDING
             detail = step_row.detail if step_row and step_row.detail else ""
             out.append(f"- **{spec.id}** ({spec.agent}): {state}{': ' + detail if detail else ''}")
     if waiting:
@@ -147,9 +196,10 @@ def build_report(
             f"Answer by running the job again: `--job {job.job_id}` on a terminal, or "
             f'`--job {job.job_id} --answer STEP="..."`.',
         ]
+    out += _loops(plan, by_step)
     out += ["", "## Results"]
     for spec in plan.steps:
-        done = [r for r in by_step.get(spec.id, []) if r.state == "done"]
+        done = [r for r in by_step.get(spec.id, []) if r.state is RunState.DONE]
         if not done:
             continue
         final = done[-1]
@@ -180,7 +230,7 @@ def build_report(
             f"| {run.step_id} | {run.round} | {run.attempt} | {run.agent} | "
             f"`{run.task_id or '-'}` | {run.state} | {_cell((run.detail or '')[:160])} |"
         )
-    out += _changes(ledger, job, runs)
+    out += _changes(ledger, job, runs, saved, apply_advice)
     tin, tout, cost = _usage(runs)
     out += [
         "",

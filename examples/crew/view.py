@@ -14,19 +14,29 @@ from typing import TextIO
 import anyio
 
 from examples.crew.events import Question, StepStatus
+from examples.crew.states import Activity, RunState, StepState
 
-_COLORS = {
-    "done": "32",
-    "failed": "31",
-    "canceled": "31",
-    "timeout": "31",
-    "skipped": "90",
-    "needs-input": "33",
-    "input-required": "33",
-    "auth-required": "33",
-    "retrying": "33",
+_COLORS: dict[StepState | RunState | Activity, str] = {
+    StepState.DONE: "32",
+    StepState.FAILED: "31",
+    StepState.CANCELED: "31",
+    RunState.TIMEOUT: "31",
+    StepState.SKIPPED: "90",
+    StepState.NEEDS_INPUT: "33",
+    RunState.INPUT_REQUIRED: "33",
+    RunState.AUTH_REQUIRED: "33",
+    Activity.RETRYING: "33",
 }
-_NOISY = frozenset({"retrying", "input-required", "auth-required", "failed", "needs-input"})
+# Shown states whose every new note is worth a line of its own.
+_NOISY = frozenset(
+    {
+        Activity.RETRYING,
+        RunState.INPUT_REQUIRED,
+        RunState.AUTH_REQUIRED,
+        StepState.FAILED,
+        StepState.NEEDS_INPUT,
+    }
+)
 
 
 def _elapsed(status: StepStatus, now: float) -> str:
@@ -51,19 +61,19 @@ class LineView:
         self._last: dict[str, tuple[tuple[object, ...], str]] = {}
 
     def changed(self, status: StepStatus) -> None:
-        key = (status.state, status.task_id, status.round, status.attempt)
+        key = (status.shown, status.task_id, status.round, status.attempt)
         last = self._last.get(status.step)
         if (
             last is not None
             and last[0] == key
-            and (status.state not in _NOISY or last[1] == status.note)
+            and (status.shown not in _NOISY or last[1] == status.note)
         ):
             return
         self._last[status.step] = (key, status.note)
         fields = [
             f"step={status.step}",
             f"agent={status.agent}",
-            f"state={status.state}",
+            f"state={status.shown}",
             f"round={status.round}",
             f"attempt={status.attempt}",
         ]
@@ -131,13 +141,15 @@ class TerminalView:
             return
         now = self._clock()
         header = ("step", "agent", "state", "rnd/att", "elapsed", "tokens", "task", "note")
-        rows = [header]
+        rows: list[tuple[str, ...]] = [header]
+        shown: list[StepState | RunState | Activity | None] = [None]
         for s in self._rows.values():
+            shown.append(s.shown)
             rows.append(
                 (
                     s.step,
                     s.agent,
-                    s.state,
+                    str(s.shown),
                     f"{s.round}/{s.attempt}" if s.attempt else "",
                     _elapsed(s, now),
                     _tokens(s),
@@ -149,7 +161,8 @@ class TerminalView:
         self._clear()
         for n, row in enumerate(rows):
             cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)]
-            color = _COLORS.get(row[2]) if n else "1"
+            state = shown[n]
+            color = _COLORS.get(state) if state is not None else "1"
             if color:
                 cells[2] = f"\x1b[{color}m{cells[2]}\x1b[0m"
             self._out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")

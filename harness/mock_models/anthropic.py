@@ -37,7 +37,16 @@ from typing import Any
 import anyio
 from aiohttp import web
 
-from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import (
+    CallTool,
+    Hang,
+    Say,
+    Shell,
+    Step,
+    TurnScript,
+    Upstream,
+    WriteFile,
+)
 
 WAIT_LIMIT = 30.0
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
@@ -390,6 +399,8 @@ def reply_for(step: Step) -> Reply:
             return Reply(tool_use=ToolUse("Bash", {"command": command, "description": "run it"}))
         case WriteFile(path, content):
             return Reply(tool_use=ToolUse("Write", {"file_path": path, "content": content}))
+        case CallTool(name, arguments):
+            return Reply(tool_use=ToolUse(name, arguments))
         case Upstream(status, message):
             return Reply(error=status, error_message=message)
         case Hang():

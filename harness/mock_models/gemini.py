@@ -31,7 +31,16 @@ from typing import Any
 
 from aiohttp import web
 
-from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import (
+    CallTool,
+    Hang,
+    Say,
+    Shell,
+    Step,
+    TurnScript,
+    Upstream,
+    WriteFile,
+)
 
 MODEL = "gemini-2.5-pro"
 _STATUS = {
@@ -240,6 +249,8 @@ def _chunks(record: GeminiRequest, step: Step | None) -> list[dict[str, Any]]:
             return [_call("run_shell_command", command=command, description="run it")]
         case WriteFile(path, content):
             return [_call("write_file", file_path=path, content=content)]
+        case CallTool(name, arguments):
+            return [_chunk([{"functionCall": {"name": name, "args": dict(arguments)}}], "STOP")]
         case Hang():
             return [_chunk([{"text": "Thinking "}], None)]
     return _text_chunks(_default_text(record))

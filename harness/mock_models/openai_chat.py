@@ -53,7 +53,16 @@ from typing import Any
 
 from aiohttp import web
 
-from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import (
+    CallTool,
+    Hang,
+    Say,
+    Shell,
+    Step,
+    TurnScript,
+    Upstream,
+    WriteFile,
+)
 
 MODEL = "mock-model"
 # A scripted `Say` streams over time, as a model does: an agent that forwards what it has read
@@ -542,6 +551,8 @@ def reply_for(step: Step, request: ChatRequest) -> Reply:
             return _shell(command, request)
         case WriteFile(path, content):
             return _write(path, content, request)
+        case CallTool(name, arguments):
+            return ToolCallReply(name, dict(arguments))
         case Upstream(status, message):
             # Retry at once: clients honour these, so a retried error stays fast.
             return ErrorReply(status, message, headers={"retry-after": "0", "retry-after-ms": "10"})

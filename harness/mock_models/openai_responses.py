@@ -35,7 +35,16 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from harness.mock_models.steps import Hang, Say, Shell, Step, TurnScript, Upstream, WriteFile
+from harness.mock_models.steps import (
+    CallTool,
+    Hang,
+    Say,
+    Shell,
+    Step,
+    TurnScript,
+    Upstream,
+    WriteFile,
+)
 
 ReplyKind = Literal["text", "call", "items", "error", "failed", "stall", "hold"]
 
@@ -322,6 +331,8 @@ def reply_for(step: Step) -> Reply:
                     "status": "completed",
                 }
             )
+        case CallTool(name, arguments):
+            return Reply.function_call(name, dict(arguments))
         case Upstream(status, message):
             return Reply.error(status, message)
         case Hang():

@@ -21,9 +21,9 @@ that request too (same last user text), as a failing endpoint would.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,15 @@ class WriteFile:
 
 
 @dataclass(frozen=True)
+class CallTool:
+    """A call of a tool the agent offers by that exact name (an MCP server's tool, say, as
+    the agent names it: `mcp__a2a__send_message` for Claude Code), with `arguments`."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class Upstream:
     """An HTTP error from the model endpoint, before any streaming; `message` goes into the
     provider's error body (a test puts a fake key in it to check it never reaches a caller)."""
@@ -64,7 +73,7 @@ class Hang:
     """The reply starts, then nothing more comes until the agent goes away (or a release)."""
 
 
-Step = Say | Shell | WriteFile | Upstream | Hang
+Step = Say | Shell | WriteFile | CallTool | Upstream | Hang
 Turn = Sequence[Step]
 
 

@@ -147,9 +147,8 @@ def start_v03_only(aiohttp_server: MakeServer) -> Callable[[str], Awaitable[V03O
 
 @pytest.fixture
 async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    book = Ledger(tmp_path / "crew.sqlite3")
-    yield book
-    book.close()
+    async with Ledger.opened(tmp_path / "crew.sqlite3") as book:
+        yield book
 
 
 def plan_of(agents: dict[str, str], steps: list[dict[str, Any]], **extra: Any) -> Plan:

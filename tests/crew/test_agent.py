@@ -14,6 +14,7 @@ from examples.crew.agent import CrewAgent, CrewConfig
 from examples.crew.events import NobodyAsker, PresetAnswers
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
+from tests.crew.test_alternates import closed_port
 from tests.crew.test_serve import Seen, sdk, watch
 from tests.interop.conftest import user_msg
 
@@ -90,3 +91,59 @@ async def test_canceling_the_crew_task_stops_the_job_not_the_specialists_task(
     assert resumed.state == TaskState.TASK_STATE_COMPLETED, resumed
     assert any(n.endswith(": resumed") for n in resumed.notes), resumed.notes
     assert len(behind.specialist.turns) == 1  # followed, not sent again
+
+
+async def test_a_failed_step_says_which_agent_at_which_url_and_why(
+    start_agent: StartAgent, tmp_path: Path
+) -> None:
+    """In the report, in the served crew's status messages and in its task's failure."""
+    coder = await start_agent(CrewBackend())
+    gone = closed_port()
+    plan = tmp_path / "where.json"
+    doc = {
+        "name": "where",
+        "agents": {"coder": {"card": coder}, "spare": {"card": gone}},
+        "steps": [
+            {"id": "code", "agent": "coder", "prompt": "fail: the build is broken"},
+            {"id": "later", "agent": "coder", "dependsOn": ["code"], "prompt": "say: x"},
+        ],
+    }
+    plan.write_text(json.dumps(doc))
+    crew_url = await start_agent(
+        CrewAgent(CrewConfig(plan=plan, ledger=tmp_path / "c.sqlite3")), name="where crew"
+    )
+    client, http = await sdk(crew_url)
+    try:
+        with anyio.fail_after(60):
+            failed = await watch(
+                client.send_message(SendMessageRequest(message=user_msg("go"))), Seen()
+            )
+    finally:
+        await http.aclose()
+    where = f"coder at {coder}/.well-known/agent-card.json: failed: the build is broken"
+    assert failed.state == TaskState.TASK_STATE_FAILED
+    assert where in failed.final_text, failed.final_text
+    notes = "\n".join(failed.notes)
+    assert any(n.startswith("step code (coder): failed") and where in n for n in failed.notes), (
+        notes
+    )
+    report = str(failed.artifacts["report"][0]["text"])
+    assert f"**code** (coder): failed: {where}" in report
+
+    doc["steps"] = [{"id": "code", "agent": "spare", "prompt": "say: x"}]
+    plan.write_text(json.dumps(doc))
+    unusable = await start_agent(
+        CrewAgent(CrewConfig(plan=plan, ledger=tmp_path / "d.sqlite3")), name="unusable crew"
+    )
+    client, http = await sdk(unusable)
+    try:
+        with anyio.fail_after(60):
+            down = await watch(
+                client.send_message(SendMessageRequest(message=user_msg("go"))), Seen()
+            )
+    finally:
+        await http.aclose()
+    assert down.state == TaskState.TASK_STATE_FAILED
+    assert f"agent 'spare' ({gone}/.well-known/agent-card.json): card unreachable" in (
+        down.final_text
+    ), down.final_text

@@ -63,7 +63,7 @@ async def test_an_unanswered_question_expires_and_on_failure_continue_goes_on(
     assert result.outcome.state == "partial", result.report
     assert result.outcome.steps == {"ask": "failed", "other": "done"}
     assert "unanswered for 0.3 s (answerDeadline)" in result.outcome.details["ask"]
-    [run] = ledger.runs("job-1", "ask")
+    [run] = await ledger.runs("job-1", "ask")
     assert run.state == "expired"
     assert run.task_id is not None
     assert await remote_state(url, run.task_id) == TaskState.TASK_STATE_CANCELED
@@ -77,7 +77,7 @@ async def test_the_question_expires_on_a_re_run_past_its_deadline(
     plan = plan_of({"a": url}, [step])
     first = await crew(plan)
     assert first.outcome.state == "needs-input"
-    [run] = ledger.runs("job-1", "ask")
+    [run] = await ledger.runs("job-1", "ask")
     assert run.asked_at is not None
     await anyio.sleep(0.25)  # let the deadline pass: nobody answers meanwhile
     again = await crew(plan, None)
@@ -85,7 +85,7 @@ async def test_the_question_expires_on_a_re_run_past_its_deadline(
     assert "answerDeadline" in again.outcome.details["ask"]
     assert run.task_id is not None
     assert await remote_state(url, run.task_id) == TaskState.TASK_STATE_CANCELED
-    assert [r.state for r in ledger.runs("job-1", "ask")] == ["expired"]  # nothing resent
+    assert [r.state for r in await ledger.runs("job-1", "ask")] == ["expired"]  # nothing resent
 
 
 async def test_a_served_crew_expires_a_question_with_nobody_writing(

@@ -122,7 +122,7 @@ async def test_the_tester_runs_the_implementers_real_files_in_its_own_worktree(
     result = await crew(plan, "make the tests pass")
 
     assert result.outcome.state == "done", result.report
-    verdicts = [r.output_data for r in ledger.runs("job-1", "run-tests") if r.state == "done"]
+    verdicts = [r.output_data for r in await ledger.runs("job-1", "run-tests") if r.state == "done"]
     assert [v["result"] for v in verdicts] == ["fail", "pass"], verdicts
     assert "test_punctuation" in verdicts[0]["failures"][0]  # pytest really ran the buggy code
     first, second = (t.text for t in tester.turns)
@@ -131,15 +131,15 @@ async def test_the_tester_runs_the_implementers_real_files_in_its_own_worktree(
     # Round 2 carries only the fix: the first patch is in that worktree already.
     assert "slugify.py: added (+" in second and "in 2 turns" in second
     assert "The caller's patch to slugify.py was applied" in second
-    sent = ledger.sent("job-1")
+    sent = await ledger.sent("job-1")
     assert (sent[("run-tests", 1)], sent[("run-tests", 2)]) == ({"implement:1"}, {"fix:1"})
     for clone_dir in (tmp_path / "a", tmp_path / "b"):  # the checkouts are never touched
         assert not (clone_dir / "slugify.py").exists()
-    implemented = ledger.runs("job-1", "implement")[0]
+    implemented = (await ledger.runs("job-1", "implement"))[0]
     assert implemented.output_text == "wrote slugify.py"
     assert implemented.output_data is None  # the changes artifact is not the step's answer
     saved = job_dir(ledger, "job-1") / "changes.patch"
-    assert saved.read_text() == job_patch(ledger, "job-1")
+    assert saved.read_text() == await job_patch(ledger, "job-1")
     assert "## Changes" in result.report and str(saved) in result.report
     assert "+    return '-'.join(re.findall" in result.report
 
@@ -200,7 +200,7 @@ def test_apply_refuses_a_subdirectory_and_a_broken_patch_changes_nothing(tmp_pat
 
 
 async def test_apply_of_a_job_without_changes_says_so(tmp_path: Path, ledger: Ledger) -> None:
-    ledger.create_job("job-1", "crew", "digest", "input", "ctx")
+    await ledger.create_job("job-1", "crew", "digest", "input", "ctx")
     code, _, err = await apply_cli(ledger, tmp_path)
     assert code == 0
     assert "changed no files; nothing to apply" in err
@@ -286,8 +286,8 @@ async def test_a_retry_does_not_send_a_patch_its_failed_attempt_already_applied(
     result = await crew(plan_of(agents, steps), "go")
 
     assert result.outcome.state == "done", result.report
-    assert [r.state for r in ledger.runs("job-1", "review")] == ["failed", "failed", "done"]
-    assert ledger.sent("job-1") == {("review", 1): {"write:1"}}
+    assert [r.state for r in await ledger.runs("job-1", "review")] == ["failed", "failed", "done"]
+    assert await ledger.sent("job-1") == {("review", 1): {"write:1"}}
     first, *retries = (t.text for t in reviewer.turns)
     assert "The caller's patch to slugify.py was applied" in first
     assert retries == ["flaky: looks fine", "flaky: looks fine"]
@@ -320,12 +320,9 @@ async def test_a_served_crew_ends_with_the_report_and_the_combined_patch(
     [part] = seen.artifacts["patch"]
     assert part["filename"] == "changes.patch"
     assert part["mediaType"] == "text/x-diff"
-    book = Ledger(ledger)
-    try:
-        job_id = book.job_of_task(seen.task_id)
+    async with Ledger.opened(ledger) as book:
+        job_id = await book.job_of_task(seen.task_id)
         assert job_id is not None
-        expected = job_patch(book, job_id)
-    finally:
-        book.close()
+        expected = await job_patch(book, job_id)
     assert base64.b64decode(str(part["raw"])).decode() == expected
     assert "+++ b/slugify.py" in expected

@@ -101,7 +101,8 @@ async def test_killing_the_orchestrator_mid_job_then_rerunning_sends_nothing_twi
     await first.aclose()
 
     ledger = Ledger(book)
-    [run] = ledger.runs("J", "write")
+    await ledger.open()
+    [run] = await ledger.runs("J", "write")
     assert run.task_id == task_id  # written the moment it was known
     assert run.state in ("submitted", "working")
 
@@ -120,8 +121,8 @@ async def test_killing_the_orchestrator_mid_job_then_rerunning_sends_nothing_twi
     assert len(writer.turns) == 1
     assert len(reviewer.turns) == 1
     assert [t["id"] for t in await remote.tasks(writer_url)] == [task_id]
-    assert [r.attempt for r in ledger.runs("J")] == [1, 1]
-    ledger.close()
+    assert [r.attempt for r in await ledger.runs("J")] == [1, 1]
+    await ledger.close()
 
 
 async def test_a_question_without_a_terminal_exits_3_with_the_question(

@@ -99,7 +99,7 @@ async def test_past_its_deadline_a_step_is_canceled_on_the_agent_and_continue_ap
     result = await crew(plan)
     assert result.outcome.state == "partial"
     assert result.outcome.steps == {"stuck": "failed", "after": "skipped", "side": "done"}
-    [run] = ledger.runs("job-1", "stuck")
+    [run] = await ledger.runs("job-1", "stuck")
     assert run.state == "timeout"
     assert run.task_id is not None
     assert (await remote.task(slow_url, run.task_id))["status"]["state"] == "TASK_STATE_CANCELED"
@@ -125,7 +125,7 @@ async def test_a_deadline_with_abort_cancels_the_other_running_steps(
     result = await crew(plan)
     assert result.outcome.state == "failed"
     assert result.outcome.steps == {"stuck": "failed", "sibling": "canceled", "later": "skipped"}
-    [sibling] = ledger.runs("job-1", "sibling")
+    [sibling] = await ledger.runs("job-1", "sibling")
     assert sibling.state == "canceled"
     assert sibling.task_id is not None
     remote_sibling = await remote.task(busy_url, sibling.task_id)
@@ -144,7 +144,7 @@ async def test_the_job_deadline_caps_every_step(
     )
     result = await crew(plan)
     assert result.outcome.steps == {"stuck": "failed"}
-    [run] = ledger.runs("job-1", "stuck")  # no retry once the job's time is up
+    [run] = await ledger.runs("job-1", "stuck")  # no retry once the job's time is up
     assert run.state == "timeout"
     assert "past the job's deadline" in (run.detail or "")
 
@@ -170,7 +170,7 @@ async def test_input_required_is_surfaced_with_the_question_and_answered_on_a_re
     assert "Which license, MIT or Apache-2.0?" in first.outcome.details["q"]
     assert "## Waiting for your answer" in first.report
     assert "Which license, MIT or Apache-2.0?" in first.report
-    [run] = ledger.runs("job-1", "q")
+    [run] = await ledger.runs("job-1", "q")
     assert run.task_id is not None
     pending = await remote.task(url, run.task_id)
     assert pending["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # left open, not answered
@@ -179,7 +179,7 @@ async def test_input_required_is_surfaced_with_the_question_and_answered_on_a_re
     second = await crew(plan, None, asker=PresetAnswers({"q": "MIT"}, asker))
     assert second.outcome.state == "done"
     assert asker.questions == []
-    [answered] = ledger.runs("job-1", "q")
+    [answered] = await ledger.runs("job-1", "q")
     assert answered.task_id == run.task_id  # the same task continued
     assert answered.output_text == "answered: MIT"
     assert len(await remote.tasks(url)) == 2  # q and then: nothing was sent twice
@@ -243,7 +243,7 @@ async def test_a_schema_invalid_artifact_fails_its_step(
     result = await crew(plan)
     assert result.outcome.state == "failed"
     assert result.outcome.steps == {"review": "failed", "use": "skipped"}
-    [run] = ledger.runs("job-1", "review")
+    [run] = await ledger.runs("job-1", "review")
     assert run.state == "invalid"
     assert "does not match the step's schema at verdict" in (run.detail or "")
     assert later.turns == []  # nothing downstream read the invalid artifact
@@ -268,7 +268,7 @@ async def test_a_retry_after_an_invalid_artifact_tells_the_agent_why(
     )
     result = await crew(plan)
     assert result.outcome.state == "done"
-    first, second = ledger.runs("job-1", "review")
+    first, second = await ledger.runs("job-1", "review")
     assert (first.state, second.state) == ("invalid", "done")
     assert "is not JSON" in agent.turns[1].text
     assert second.output_data == {"verdict": "approve", "notes": "fine"}
@@ -332,13 +332,13 @@ async def test_a_revise_loop_runs_until_the_reviewer_approves(
     )
     result = await crew(plan)
     assert result.outcome.state == "done"
-    reviews = ledger.runs("job-1", "review")
+    reviews = await ledger.runs("job-1", "review")
     assert [(r.round, r.output_data["verdict"]) for r in reviews] == [
         (1, "changes"),
         (2, "approve"),
     ]
-    [write] = ledger.runs("job-1", "write")
-    [revise] = ledger.runs("job-1", "revise")
+    [write] = await ledger.runs("job-1", "write")
+    [revise] = await ledger.runs("job-1", "revise")
     # The re-review read the revision, and so did the step after the loop.
     assert "draft 1 (revised)" in reviewer.turns[1].text
     assert "draft 1 (revised)" in writer.turns[-1].text
@@ -346,7 +346,7 @@ async def test_a_revise_loop_runs_until_the_reviewer_approves(
     # One context for the whole job: the revise turn continued the writer's own session.
     assert len(writer.sessions) == 1
     assert writer.turns[1].session_id == next(iter(writer.sessions))
-    assert {r.context_id for r in ledger.runs("job-1")} == {revise.context_id}
+    assert {r.context_id for r in await ledger.runs("job-1")} == {revise.context_id}
     assert revise.task_id is not None
     stored = await remote.task(writer_url, revise.task_id)
     assert stored["history"][0]["referenceTaskIds"] == [write.task_id]
@@ -366,7 +366,7 @@ async def test_a_loop_that_never_converges_stops_at_max_rounds(
     assert result.outcome.steps["revise"] == "failed"
     assert result.outcome.steps["publish"] == "skipped"
     assert "still says verdict='changes' after 2 rounds" in result.outcome.details["revise"]
-    assert len(ledger.runs("job-1", "review")) == 3
+    assert len(await ledger.runs("job-1", "review")) == 3
 
 
 # ----- versions --------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ async def test_a_v03_only_agent_works_in_the_same_crew(
     assert "| reviewer | " in result.report
     assert "| 0.3 | v0.3 JSONRPC, stream |" in result.report
     assert "| 1.0, 0.3 | v1.0 JSONRPC, stream |" in result.report
-    verdicts = [r.output_data["verdict"] for r in ledger.runs("job-1", "review")]
+    verdicts = [r.output_data["verdict"] for r in await ledger.runs("job-1", "review")]
     assert verdicts == ["changes", "approve"]
 
 
@@ -410,7 +410,7 @@ async def test_a_v03_only_agent_is_canceled_past_its_deadline(
     assert result.outcome.steps == {"stuck": "failed"}
     assert "tasks/cancel" in legacy.methods
     assert legacy.refused == []
-    [run] = ledger.runs("job-1", "stuck")
+    [run] = await ledger.runs("job-1", "stuck")
     assert agent.interrupted == [run.task_id]
 
 
@@ -475,12 +475,12 @@ async def test_a_message_whose_task_id_was_lost_is_found_not_resent(
     plan = plan_of({"a": url}, [{"id": "one", "agent": "a", "prompt": "say: once"}])
     from examples.crew.job import open_job  # noqa: PLC0415 - the test plays the crashed run
 
-    job = open_job(ledger, plan, "job-1", "the input")
-    run = ledger.new_run("job-1", "one", round_=1, agent="a", context_id=job.context_id)
+    job = await open_job(ledger, plan, "job-1", "the input")
+    run = await ledger.new_run("job-1", "one", round_=1, agent="a", context_id=job.context_id)
     sent = await remote.send(url, "say: once", message_id=run.message_id, context_id=job.context_id)
     result = await crew(plan, None)
     assert result.outcome.state == "done"
-    [found] = ledger.runs("job-1", "one")
+    [found] = await ledger.runs("job-1", "one")
     assert found.task_id == sent["id"]
     assert len(agent.turns) == 1
     assert len(await remote.tasks(url, job.context_id)) == 1
@@ -510,7 +510,7 @@ async def test_every_job_has_its_own_context_and_step_scope_splits_it(
     await crew(plan_of({"a": url}, steps), job_id="j1")
     await crew(plan_of({"a": url}, steps), job_id="j2")
     await crew(plan_of({"a": url}, steps, contextScope="step"), job_id="j3")
-    contexts = {j: {r.context_id for r in ledger.runs(j)} for j in ("j1", "j2", "j3")}
+    contexts = {j: {r.context_id for r in await ledger.runs(j)} for j in ("j1", "j2", "j3")}
     assert len(contexts["j1"]) == len(contexts["j2"]) == 1
     assert contexts["j1"] != contexts["j2"]
     assert len(contexts["j3"]) == 2

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from core.backend.config import AgentBlock
 from core.settings import load
 from examples.crew.demo import BUILTIN, Manifest
 from examples.crew.plan import load_plan
+from tests.crew.test_fleet import running
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "crew" / "demo"
@@ -58,11 +60,18 @@ async def test_the_scripted_demo_runs_every_step_on_its_intended_backend() -> No
     ]:
         assert re.search(rf"^\| {step} \| \w+ \| {backend} \| done \|", report, re.M), report
     assert "demo: ok, every step was done by its intended backend" in log
-    pids = [int(p) for p in re.findall(r"daemon, pid (\d+)", log)]
-    assert len(pids) == 4
-    assert log.count("demo: stopped ") == 4
-    for pid in pids:  # every daemon it started is gone (and reaped)
-        assert not await anyio.Path(f"/proc/{pid}").exists()
+    assert_all_stopped(log, 4)
+    # Its ledger is gone with the demo's directory, and the report does not pretend otherwise.
+    assert "run the demo again with `--keep`" in report or "## Changes" not in report
+
+
+def assert_all_stopped(log: str, count: int) -> None:
+    """`up` started `count` daemons, `down` stopped each, and none is running."""
+    pids = [int(p) for p in re.findall(r"demo: up: \S+: \S+ ready \(pid (\d+)", log)]
+    assert len(pids) == count, log
+    stopped = re.findall(r"demo: down: \S+: pid (\d+) stopped", log)
+    assert sorted(int(p) for p in stopped) == sorted(pids), log
+    assert not any(running(pid) for pid in pids)
 
 
 # Keys of each backend's own block that the demo needs to reach the mock model, as the
@@ -82,6 +91,7 @@ def _known_keys(backend: str) -> set[str]:
     return {f.alias or name for name, f in type(block).model_fields.items()}
 
 
+@pytest.mark.timeout(360)  # real agent CLIs, daemons started and stopped by up/down
 async def test_the_demo_with_a_real_copilot_cli_on_the_mock_model(tmp_path: Path) -> None:
     """The switch from scripted to real is configuration only: here the documenter runs the
     real Copilot CLI (its backend is on main) on the project's chat mock, the others are
@@ -136,6 +146,7 @@ def test_the_scripted_demo_mirrors_the_real_one() -> None:
         assert settings.backend == "tests.crew.agents:RoleBackend"
 
 
+@pytest.mark.timeout(360)  # real agent CLIs, daemons started and stopped by up/down
 async def test_fix_until_green_runs_codex_and_opencode_in_worktrees_of_their_own() -> None:
     """The real CLIs on the mock models: Codex writes slugify.py in its worktree; OpenCode gets
     the patch (applyChanges) in a worktree of its own and runs pytest there for real (the mock
@@ -157,26 +168,30 @@ async def test_fix_until_green_runs_codex_and_opencode_in_worktrees_of_their_own
     assert re.search(r"demo: apply in \S+/scratch: exit 0", log), log
     assert re.search(r"demo: pytest after apply in \S+/scratch: exit 0\n.*\n3 passed", log), log
     assert "demo: ok, every step was done by its intended backend" in log
-    pids = [int(p) for p in re.findall(r"daemon, pid (\d+)", log)]
-    assert len(pids) == 2
-    for pid in pids:
-        assert not await anyio.Path(f"/proc/{pid}").exists()
+    assert_all_stopped(log, 2)
+    # The demo's ledger is deleted with its directory: the advice says to keep it first, and
+    # the report names no file of that directory as if it were there to use.
+    assert "run the demo again with `--keep` to apply the patch" in report
+    assert "--ledger <the kept directory>/state/crew.sqlite3 --to DIR" in report
+    assert "The combined patch is saved as" not in report
 
 
-def test_the_fix_until_green_demo_gives_each_agent_a_worktree_and_a_token() -> None:
-    manifest = Manifest.load(DEMO / "fix-until-green.json")
-    assert manifest.plan.name == "fix-until-green.json"
-    assert manifest.project is not None and "test_slugify.py" in manifest.project
-    assert sorted(a.intended_backend() for a in manifest.agents) == ["codex", "opencode"]
-    plan = load_plan(manifest.plan, {})
-    assert plan.step("run-tests").apply_changes == ["implement"]
-    env = {**DEMO_ENV, "CREW_IMPLEMENTER_TOKEN": "i" * 32, "CREW_TESTER_TOKEN": "t" * 32}
-    for agent in manifest.agents:
-        settings = load(agent.config, environ=env)
-        assert settings.workspace.mode == "worktree"
-        assert settings.server.host == "127.0.0.1"
-        assert [t.principal for t in settings.server.auth.tokens] == ["crew"]
-        block = settings.backend_block()
-        assert isinstance(block, AgentBlock)
-        assert str(block.working_directory).startswith("/demo/work/")
-        assert plan.agents[agent.name].token_env in manifest.tokens
+@pytest.mark.timeout(360)  # real agent CLIs, daemons started and stopped by up/down
+async def test_the_review_demo_codex_writes_claude_reviews_with_a_verdict() -> None:
+    """review.json with the real CLIs on the mocks: Codex writes slugify.py in its worktree;
+    Claude, with the patch applied in a worktree of its own, reads the file (a scripted shell
+    call) and asks for changes with a comment by file and line; Codex revises; Claude
+    approves. The report has the final verdict and the final patch, which applies."""
+    report, log = await run_demo("--review", within=300)
+    assert "# Crew job `crew-demo`: done" in report
+    assert re.search(r"^\| write \| writer \| codex \| done \| 1 \|", report, re.M), report
+    assert re.search(r"^\| review \| reviewer \| claude \| done \| 2 \|", report, re.M), report
+    assert re.search(r"^\| revise \| writer \| codex \| done \| 1 \|", report, re.M), report
+    assert '"verdict": "changes", "comments": [{"path": "slugify.py", "line": 2' in log
+    assert '{"verdict": "approve", "comments": []}' in report  # the final verdict
+    verdicts = 'until review.verdict is "approve": round 1: "changes"; round 2: "approve" (met)'
+    assert f"- **revise** {verdicts}" in report, report
+    assert "- revise round 1 (writer): slugify.py modified" in report
+    assert '+    words = re.findall(r"[a-z0-9]+", title.lower())' in report  # the final patch
+    assert re.search(r"demo: pytest after apply in \S+/scratch: exit 0\n.*\n3 passed", log), log
+    assert_all_stopped(log, 2)

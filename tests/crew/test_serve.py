@@ -32,8 +32,9 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from examples.crew.demo import DemoAgent, daemons
+from examples.crew.demo import DemoAgent
 from examples.crew.ledger import Ledger
+from tests.crew.daemons import daemons
 from tests.interop.conftest import user_msg
 
 REPO = Path(__file__).resolve().parents[2]
@@ -265,11 +266,8 @@ async def run_the_job(crew: CrewProcess, env: dict[str, str], gate: Path, work: 
     # No duplicate remote task: each agent has exactly the tasks the ledger recorded, one
     # per run, and the tester one task in all.
     job_id = str(report["text"]).splitlines()[0].split("`")[1]
-    ledger = Ledger(work / "crew.sqlite3")
-    try:
-        runs = ledger.runs(job_id)
-    finally:
-        ledger.close()
+    async with Ledger.opened(work / "crew.sqlite3") as ledger:
+        runs = await ledger.runs(job_id)
     for name in ("writer", "reviewer", "tester", "documenter"):
         recorded = sorted(r.task_id or "" for r in runs if r.agent == name)
         assert sorted(await remote_tasks(env[f"CREW_{name.upper()}_URL"])) == recorded, name

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from examples.crew.events import StepStatus
+from examples.crew.states import RunState, StepState
 from examples.crew.view import LineView, TerminalView
 
 
 def test_lines_only_when_something_changes() -> None:
     out = io.StringIO()
     view = LineView(out, clock=lambda: 12.0)
-    status = StepStatus("write", "writer", state="working", round=1, attempt=1, task_id="t-1")
-    status.started = 10.0
+    status = StepStatus(
+        "write",
+        "writer",
+        state=StepState.RUNNING,
+        run=RunState.WORKING,
+        round=1,
+        attempt=1,
+        task_id="t-1",
+        started=10.0,
+    )
     view.changed(status)
     view.changed(status)  # nothing new
-    status.state, status.note = "input-required", "Which\n   license?"
-    status.tokens_in, status.tokens_out = 12, 3
+    status = replace(
+        status, run=RunState.INPUT_REQUIRED, note="Which\n   license?", tokens_in=12, tokens_out=3
+    )
     view.changed(status)
     lines = out.getvalue().splitlines()
     assert lines == [
@@ -30,8 +41,7 @@ def test_the_table_is_redrawn_in_place() -> None:
     out = io.StringIO()
     rows = [StepStatus("write", "writer"), StepStatus("review", "reviewer")]
     view = TerminalView(rows, out, clock=lambda: 5.0)
-    rows[0].state, rows[0].started, rows[0].attempt = "done", 1.0, 1
-    view.changed(rows[0])
+    view.changed(replace(rows[0], state=StepState.DONE, started=1.0, attempt=1))
     first = out.getvalue()
     assert first.count("\n") == 3  # header and two steps
     assert "\x1b[32mdone" in first

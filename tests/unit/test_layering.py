@@ -77,7 +77,7 @@ def project_imports() -> tuple[Import, ...]:
 # above it. Packages not listed (a new one) fail `test_every_core_package_has_a_layer`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.cli",),
-    ("core.daemon",),
+    ("core.daemon", "core.client"),
     ("core.bindings.http", "core.bindings.grpc"),
     ("core.api",),
     ("core.settings",),
@@ -192,9 +192,24 @@ def only_in(library: str, *folders: str) -> Rule:
     )
 
 
+# The crew (an A2A client, and a backend of our daemon when served) uses only what any backend
+# or tool may: the backend kit, the settings loader, the daemon's entry point, logging and the
+# SQLite layer; and all of it through one module.
+CREW_DOOR = "examples/crew/daemon.py"
+DAEMON_SURFACE = (
+    "core.backend",
+    "core.settings.ConfigError",
+    "core.settings.load",
+    "core.settings.substitute",
+    "core.daemon.serve",
+    "core.logs",
+    "core.storage.sqlite.database.SqliteDatabase",
+)
+
 RULES = [
     only_in("aiohttp", "core/bindings/http"),
-    only_in("grpc", "core/bindings/grpc"),
+    # core/client is a gRPC client of other agents (the SDK's transport wants a channel).
+    only_in("grpc", "core/bindings/grpc", "core/client"),
     only_in("asyncpg", "core/storage/postgres", "core/cluster"),
     Rule(
         "core/wire is pure: nothing else from core, no I/O, no anyio",
@@ -212,9 +227,29 @@ RULES = [
         lambda m: within(m, "core") and not within(m, "core.backend"),
     ),
     Rule(
+        "core/client (any A2A agent's client) imports nothing of the daemon",
+        lambda f: in_folder(f, "core/client"),
+        lambda m: within(m, "core") and not within(m, "core.client"),
+    ),
+    Rule(
+        "only core/cli.py imports core/client within core",
+        lambda f: in_folder(f, "core") and f != "core/cli.py" and not in_folder(f, "core/client"),
+        lambda m: within(m, "core.client"),
+    ),
+    Rule(
         "only core/registry.py imports wrappers within core",
         lambda f: in_folder(f, "core") and f != "core/registry.py",
         lambda m: within(m, "wrappers"),
+    ),
+    Rule(
+        "examples/crew reaches core only through examples/crew/daemon.py",
+        lambda f: in_folder(f, "examples/crew") and f != CREW_DOOR,
+        lambda m: within(m, "core") or within(m, "wrappers"),
+    ),
+    Rule(
+        "examples/crew/daemon.py imports only the daemon's public surface",
+        lambda f: f == CREW_DOOR,
+        lambda m: within(m, "core") and not any(within(m, p) for p in DAEMON_SURFACE),
     ),
     Rule(
         "bench, examples and harness import nothing from tests",
@@ -358,7 +393,7 @@ def test_an_arrow_down_passes(file: str, source: str) -> None:
         (
             "core/bindings/http/x.py",
             "import grpc",
-            "only core/bindings/grpc import grpc within core",
+            "only core/bindings/grpc and core/client import grpc within core",
         ),
         (
             "core/wire/x.py",
@@ -384,6 +419,16 @@ def test_an_arrow_down_passes(file: str, source: str) -> None:
             "core/bindings/http/x.py",
             "import wrappers.x",
             "only core/registry.py imports wrappers within core",
+        ),
+        (
+            "core/client/x.py",
+            "from core.engine.service import TaskService",
+            "core/client (any A2A agent's client) imports nothing of the daemon",
+        ),
+        (
+            "core/bindings/http/x.py",
+            "from core.client.remote import RemoteAgents",
+            "only core/cli.py imports core/client within core",
         ),
         (
             "bench/x.py",
@@ -417,3 +462,13 @@ def test_allowed_arrows_pass_every_rule(file: str, source: str) -> None:
     imports = imports_in(source, file)
 
     assert [v for rule in RULES for v in rule.violations(imports)] == []
+
+
+def test_the_crew_reaches_core_through_one_module() -> None:
+    crew = [i for i in project_imports() if i.file.startswith("examples/crew/")]
+    door = [i for i in crew if i.file == CREW_DOOR and within(i.module, "core")]
+
+    assert door  # the walk sees the crew, and its door imports core
+    assert all(not within(i.module, "core") for i in crew if i.file != CREW_DOOR)
+    rule = next(r for r in RULES if r.name.startswith("examples/crew reaches core"))
+    assert rule.violations(imports_in("from core.engine import service", "examples/crew/x.py"))

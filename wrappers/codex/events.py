@@ -143,7 +143,9 @@ def _command_done(item: dict[str, Any]) -> list[BackendEvent]:
     output = str(item.get("aggregatedOutput") or "")
     if status == "declined":
         output = output or "declined: the sandbox or approval policy does not allow it"
-    return [ToolResult(str(item.get("id", "")), _clip(output), is_error=failed)]
+    code = item.get("exitCode")
+    exit_code = code if isinstance(code, int) else None
+    return [ToolResult(str(item.get("id", "")), _clip(output), failed, exit_code)]
 
 
 def _mcp_done(item: dict[str, Any]) -> list[BackendEvent]:

@@ -38,6 +38,7 @@ from core.backend import (
     Usage,
     new_error_id,
 )
+from core.backend.steps import Step, call_step, file_step, result_step
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.task_run import TaskRun, agent_message
 from core.engine.turn.approvals import question
@@ -77,6 +78,8 @@ class _Answer:
     artifact_id: str = field(default_factory=new_id)
     held: str | None = None
     chunks: int = 0
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    """The turn's tool calls by id, so a result can say what it was the result of."""
 
     @property
     def text(self) -> str:
@@ -253,9 +256,9 @@ class TurnRunner:
                 if isinstance(event, ToolCall | ToolResult):
                     self._observer.tool(run, event)
                 await self._working(run)
-                note = self._note(event)
-                if note:
-                    await run.progress(note)
+                note = self._note(event, answer)
+                if note is not None:
+                    await run.progress(note.text, note.data or None)
             case ArtifactOut():
                 await self._working(run)
                 await run.add_artifact(
@@ -287,13 +290,24 @@ class TurnRunner:
                 return True
         return False
 
-    def _note(self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange) -> str:
+    def _note(
+        self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange, answer: _Answer
+    ) -> Step | None:
         """The progress note an event shows, per `output.progress` / `output.reasoning`."""
         if isinstance(event, Progress):
-            return event.text
+            return Step(event.text) if event.text else None
         if isinstance(event, Reasoning):
-            return event.text if self._reasoning else ""
-        return _describe(event) if self._progress else ""
+            return Step(event.text) if self._reasoning and event.text else None
+        if isinstance(event, ToolCall):
+            answer.calls[event.call_id] = event
+        if not self._progress:
+            return None
+        match event:
+            case ToolCall():
+                return call_step(event)
+            case ToolResult():
+                return result_step(event, answer.calls.get(event.call_id))
+        return file_step(event)
 
     async def _await_approval(self, run: TaskRun, event: ApprovalRequest) -> None:
         """INPUT_REQUIRED with the question; the turn stays paused until the caller answers
@@ -349,14 +363,3 @@ class TurnRunner:
             if cwd is None:
                 return self._backend.resume_command(session_id)
             return self._backend.resume_command(session_id, cwd)
-
-
-def _describe(event: ToolCall | ToolResult | FileChange) -> str:
-    match event:
-        case ToolCall(name=name):
-            return f"Running tool {name}"
-        case ToolResult(is_error=True, call_id=call_id):
-            return f"Tool call {call_id} failed"
-        case FileChange(path=path, kind=kind):
-            return f"File {kind}: {path}"
-    return ""

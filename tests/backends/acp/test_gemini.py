@@ -52,4 +52,4 @@ async def test_a_new_file_is_written_and_reported_as_a_file_change(
         for e in events
         if "statusUpdate" in e
     ]
-    assert f"File modify: {target}" in notes, notes
+    assert f"Edited {target}" in notes, notes

@@ -95,7 +95,7 @@ async def test_a_plan_and_a_diff_become_progress_and_a_file_change(app: App) -> 
 
     said = notes(events)
     assert any(n.startswith("Plan:\n- [in_progress] write the file") for n in said), said
-    assert "File add: new.txt" in said
+    assert "Created new.txt" in said
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 

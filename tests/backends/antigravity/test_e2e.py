@@ -90,7 +90,7 @@ def test_a_file_write_lands_in_the_working_directory_and_is_reported(
     notes = [
         status_text({"status": e["statusUpdate"]["status"]}) for e in events if "statusUpdate" in e
     ]
-    assert f"File modify: {target}" in notes
+    assert f"Edited {target}" in notes
     assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
 
 

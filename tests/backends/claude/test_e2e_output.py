@@ -43,7 +43,7 @@ async def test_a_tool_using_turn_shows_the_tool_call_as_progress_and_completes(
 
     events = await stream(client, "Please use a tool.", "ctx-tool")
 
-    assert "Running tool Bash" in progress_notes(events)
+    assert "Running `echo hello-from-tool`" in progress_notes(events)
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == COMPLETED
     text = final["message"]["parts"][0]["text"]
@@ -62,7 +62,7 @@ async def test_a_file_the_agent_writes_is_reported_as_a_file_change(
 
     events = await stream(client, "Please write a file.", "ctx-file")
 
-    assert f"File add: {target}" in progress_notes(events)
+    assert f"Created {target}" in progress_notes(events)
     assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
     assert target.read_text() == "written by the agent\n"
 

@@ -45,7 +45,7 @@ async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
 
     events = await stream(client, tool_prompt("bash", command=command, description="write"))
 
-    assert "Running tool bash" in progress_notes(events)
+    assert f"Running `{command}`" in progress_notes(events)
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == "TASK_STATE_COMPLETED"
     assert "TOOL RESULT SEEN" in "".join(p["text"] for p in final["message"]["parts"])
@@ -77,7 +77,7 @@ async def test_a_file_edit_inside_the_working_directory_is_approved(
     events = await stream(client, tool_prompt("create", path=str(target), file_text="yes\n"))
 
     assert target.read_text() == "yes\n"
-    assert f"File add: {target}" in progress_notes(events)
+    assert f"Created {target}" in progress_notes(events)
 
 
 async def test_a_model_endpoint_500_fails_the_task_after_the_cli_retries(

@@ -75,7 +75,7 @@ async def test_a_tool_call_shows_as_progress_and_the_turn_completes(
         headers={"A2A-Version": "1.0"},
     )
     body = (await response.read()).decode()
-    assert "Running tool bash" in body
+    assert "Running `" in body
     assert "TASK_STATE_COMPLETED" in body
     assert "TOOL RESULT SEEN: tool-ran" in body
     follow_up = mock.requests[-1]
