@@ -54,3 +54,32 @@ async def test_with_tokens_it_asks_for_one_and_refuses_a_wrong_one(
     assert first.status == 303 and first.headers["Location"] == "/console/login"
     assert wrong.status == 401 and "That token is not valid." in await wrong.text()
     assert right.status == 303 and "a2a_console=" in right.headers["Set-Cookie"]
+
+
+async def test_usage_and_the_budget_left_per_context_and_principal(
+    make_client: MakeClient,
+) -> None:
+    budget = {"perContext": {"maxTokens": 100}, "perPrincipal": {"maxTurns": 5}}
+    client = await make_client(make_settings(budget=budget))
+    message = {
+        "messageId": "m-1",
+        "role": "ROLE_USER",
+        "parts": [{"text": "metered: a|b"}],
+        "contextId": "ctx-spent",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    sent = await client.post("/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"})
+    assert "result" in await sent.json()
+
+    page = await (await client.get("/console")).text()
+
+    usage = page[page.index('<section id="usage">') :]
+    # The metered turn used 12 tokens: 88 of the context's 100 are left, 4 of 5 turns.
+    principal = usage[usage.index("principal anonymous") :].split("</tr>")[0]
+    context = usage[usage.index("context ctx-spent") :].split("</tr>")[0]
+    assert [cell.split("<")[0] for cell in principal.split("<td>")[1:]] == [
+        "$0.0000", "12", "1", "-", "-", "4",
+    ]  # fmt: skip
+    assert [cell.split("<")[0] for cell in context.split("<td>")[1:]] == [
+        "$0.0000", "12", "1", "-", "88", "-",
+    ]  # fmt: skip

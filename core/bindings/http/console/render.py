@@ -202,7 +202,8 @@ def contexts(
         blocks.append(
             f'<details class="context" open><summary>context <a href="/console/contexts/'
             f'{quote(context_id)}"><code>{escape(context_id)}</code></a> '
-            f'<span class="muted">{len(tasks)} tasks, {_money(spent.used.cost_usd)}, '
+            f'<span class="muted">{len(tasks)} task{"" if len(tasks) == 1 else "s"}, '
+            f"{_money(spent.used.cost_usd)}, "
             f"{spent.used.tokens} tokens, cost left {_money(spent.left().max_cost_usd)}</span>"
             f"</summary><table>{rows}</table></details>"
         )
