@@ -3,26 +3,30 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Agent CLIs that ship on npm only (OpenCode, Copilot, Gemini CLI), pinned exactly; see
-# docs/backends.md.
+# Agent CLIs that ship on npm only (OpenCode, Copilot, Gemini CLI), pinned exactly in
+# wrappers/npm-agents.txt, the list `a2a-wrapper agents install` uses too; see docs/backends.md.
 TOOLS := .tools
 TOOLS_STAMP := $(TOOLS)/.installed
-NPM_TOOLS := opencode-ai@1.18.33 @github/copilot@1.0.102 @google/gemini-cli@0.61.0
-CONFIG ?= tests/conformance/tck.json
+NPM_PINS := wrappers/npm-agents.txt
+NPM_TOOLS := $(shell awk '!/^\#/ && NF { print $$2 }' $(NPM_PINS))
+# `make run`: the echo agent (no model, no credentials); CONFIG=config/claude.json for another.
+CONFIG ?= config/echo.json
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): one per core; each test module stays on one worker, so the
 # contract suite's module-scoped daemons start once.
 TEST_WORKERS ?= auto
 
-.PHONY: run test lint bench clean crew crew-up crew-down crew-demo
+.PHONY: run test lint bench clean crew crew-up crew-down crew-demo dist image image-smoke tck
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@# The distribution was called a2a-wrapper before it had a name of its own.
+	$(BIN)/pip uninstall --quiet --yes a2a-wrapper 2>/dev/null || true
 	$(BIN)/pip install --quiet -e ".[test,lint,claude,codex,copilot,antigravity,acp]"
 	touch $(STAMP)
 
-$(TOOLS_STAMP): Makefile
+$(TOOLS_STAMP): Makefile $(NPM_PINS)
 	mkdir -p $(TOOLS)
 	npm install --prefix $(TOOLS) --no-save --no-audit --no-fund --loglevel=error $(NPM_TOOLS)
 	touch $(TOOLS_STAMP)
@@ -54,7 +58,32 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .pytest_cache .mypy_cache .ruff_cache dist build
+
+# The wheel and the sdist, in dist/ (what `pip install` and `uv tool install` take).
+dist: $(STAMP)
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+
+# The container image (deploy/Containerfile, docs/operations.md#container): built with buildah
+# from a Debian base made with mmdebstrap (no container registry is needed). As root.
+# AGENTS: the npm agent CLIs to install in it (opencode copilot gemini, or none); EXTRAS: the
+# SDK extras. `make image-smoke` runs the image's daemon with the echo agent and sends it a message.
+IMAGE ?= localhost/a2a-wrapper:latest
+AGENTS ?= opencode
+EXTRAS ?= claude,codex
+image:
+	IMAGE=$(IMAGE) AGENTS="$(AGENTS)" EXTRAS="$(EXTRAS)" deploy/build-image.sh
+
+image-smoke:
+	IMAGE=$(IMAGE) deploy/smoke-image.sh
+
+# The official A2A conformance kit against two daemons of tests/conformance/tck.json (v1.0
+# and v0.3), from a clone of github.com/a2aproject/a2a-tck: `make tck TCK=path/to/a2a-tck`.
+TCK ?=
+tck: $(STAMP)
+	@test -n "$(TCK)" || { echo "make tck TCK=path/to/a2a-tck (a clone of github.com/a2aproject/a2a-tck)"; exit 2; }
+	TCK=$(TCK) scripts/tck.sh
 
 # examples/crew: `make crew PLAN=examples/crew/crew.json INPUT="..." [JOB=id]` runs (or resumes) a
 # job against running agents; `make crew-up` / `make crew-down` start and stop the daemons a

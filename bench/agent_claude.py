@@ -34,11 +34,11 @@ import aiohttp
 from aiohttp import web
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage
 
-from core.backend import BackendEvent, Diagnosis, Health, Turn
+from core.backend import Backend, BackendEvent, Diagnosis, Health, Turn
 from core.daemon import create_app
 from core.settings import Settings, load
 from harness.mock_models.anthropic import AnthropicMock
-from wrappers.claude import ClaudeBackend, options
+from wrappers.claude import create, options
 from wrappers.claude.config import ClaudeConfig
 
 V1 = {"A2A-Version": "1.0"}
@@ -86,7 +86,7 @@ class TimedBackend:
     """The Claude backend, timing each `run_turn` from its call to its last event: what the
     HTTP round trip spends outside of it is the daemon's own time."""
 
-    def __init__(self, backend: ClaudeBackend) -> None:
+    def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.name = backend.name
         self.inside: list[float] = []
@@ -177,7 +177,7 @@ async def main(args: argparse.Namespace) -> None:
     async with AnthropicMock(api_key=KEY) as mock:
         with tempfile.TemporaryDirectory() as scratch:
             settings = _settings(mock, Path(scratch))
-            timed = TimedBackend(ClaudeBackend(settings.block(ClaudeConfig)))
+            timed = TimedBackend(create(settings.block(ClaudeConfig)))
             runner = web.AppRunner(create_app(settings, backend=timed))
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", 0).start()

@@ -1,4 +1,4 @@
-"""`a2a-wrapper serve CONFIG [--host H] [--port P]`."""
+"""a2a-wrapper: serve a CLI coding agent as an A2A agent (`a2a-wrapper serve CONFIG`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from core import logs, registry
+from core import DISTRIBUTION, installed_version, logs, npm_agents, registry
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
@@ -38,16 +39,29 @@ log = structlog.get_logger(__name__)
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="a2a-wrapper", description=__doc__)
+    parser.add_argument(
+        "--version", action="version", version=f"a2a-wrapper {installed_version()} ({DISTRIBUTION})"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the A2A daemon for one coding agent")
     serve.add_argument("config", type=Path, help="JSON config file")
     serve.add_argument("--host", help="address to bind (overrides server.host)")
     serve.add_argument("--port", type=int, help="port to bind, 0 = any free port")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.add_argument(
+        "--log-format",
+        default="auto",
+        choices=["auto", "json", "console"],
+        help="log lines on stderr: JSON (for a log collector), console (for people), or auto: "
+        "console on a terminal, JSON otherwise",
+    )
     check = commands.add_parser(
         "check", help="validate a config, check the agent (binary, credentials), show the card"
     )
     check.add_argument("config", type=Path)
+    check.add_argument(
+        "--quiet", action="store_true", help="print only what failed or warns (the exit code says)"
+    )
     card = commands.add_parser("card", help="print the agent card a config would serve")
     card.add_argument("config", type=Path)
     card.add_argument(
@@ -76,14 +90,16 @@ def _parser() -> argparse.ArgumentParser:
         "workspaces", help="list the workspaces (worktrees, copies) of a config's daemon"
     )
     workspaces.add_argument("config", type=Path)
+    npm_agents.add_commands(commands)
     client_commands.register(commands)
     return parser
 
 
-def _check(path: Path) -> int:
+def _check(path: Path, *, quiet: bool = False) -> int:
     """Validate the config, ask the backend what it can see (binary, version, working
     directory, credentials: present or not, never their values), show the card it would serve.
-    Exit 0 when everything is fine, 1 when a check failed, 2 when the config is unusable."""
+    Exit 0 when everything is fine, 1 when a check failed, 2 when the config is unusable.
+    `quiet`: only the failed checks and the warnings."""
     try:
         settings = load(path)
         backend = registry.create_backend(settings.backend, settings.backend_config())
@@ -91,17 +107,21 @@ def _check(path: Path) -> int:
     except (ConfigError, registry.UnknownBackendError, HookLoadError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    print(f"{path}: config ok (backend {settings.backend})")
+    if not quiet:
+        print(f"{path}: config ok (backend {settings.backend})")
     results = [*_common_checks(settings), *asyncio.run(backend.diagnose())]
     for item in results:
+        if quiet and item.ok:
+            continue
         mark = "ok  " if item.ok else "FAIL"
         print(f"  {mark} {item.name}: {item.detail}" if item.detail else f"  {mark} {item.name}")
     for key in settings.server.auth.short_tokens():
         print(f"  warn {key}: {_SHORT_TOKEN}")
     for warning in _workspace_warnings(settings):
         print(f"  warn workspace: {warning}")
-    print("agent card:")
-    print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
+    if not quiet:
+        print("agent card:")
+        print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
     return 0 if all(item.ok for item in results) else 1
 
 
@@ -230,6 +250,16 @@ def _announce(url: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`a2a-wrapper check ... | head`): no traceback, and nothing
+        # more is written to the closed pipe when Python flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     # Like uvicorn's --app-dir: a `module:attr` backend (or hook) may live in the working
     # directory; before the config is read, since reading it loads the backend's spec.
@@ -240,18 +270,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(json_schema(), indent=2))
         return 0
-    by_config = {"check": _check, "migrate": _migrate, "workspaces": _workspaces}
-    if args.command in by_config:
-        return by_config[args.command](args.config)
-    if args.command == "card" and args.verify:
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "agents": npm_agents.run,
+        "check": lambda a: _check(a.config, quiet=a.quiet),
+        "migrate": lambda a: _migrate(a.config),
+        "workspaces": lambda a: _workspaces(a.config),
+        "card": _card_command,
+        "serve": _serve,
+    }
+    return commands[args.command](args)
+
+
+def _card_command(args: argparse.Namespace) -> int:
+    if args.verify:
         return _verify_card(args.config, args.card_file, strict=args.strict)
-    if args.command == "card":
-        return _print_card(args.config, strict=args.strict)
-    return _serve(args)
+    return _print_card(args.config, strict=args.strict)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logs.configure(args.log_level)
+    logs.configure(args.log_level, args.log_format)
     overrides: dict[str, Any] = {"server": {}}
     if args.host is not None:
         overrides["server"]["host"] = args.host
@@ -259,8 +296,10 @@ def _serve(args: argparse.Namespace) -> int:
         overrides["server"]["port"] = args.port
     try:
         settings = load(args.config, overrides=overrides)
-    except ConfigError as exc:
-        print(f"a2a-wrapper: config error: {exc}", file=sys.stderr)
+        registry.require_sdk(settings.backend)
+    except (ConfigError, registry.MissingExtraError) as exc:
+        what = "config error: " if isinstance(exc, ConfigError) else ""
+        print(f"a2a-wrapper: {what}{exc}", file=sys.stderr)
         return EXIT_CONFIG
     for key in settings.server.auth.short_tokens():
         log.warning("auth.short_token", key=key, min_length=MIN_TOKEN_LENGTH)

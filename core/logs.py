@@ -1,4 +1,5 @@
-"""structlog, configured once by `main()`: JSON lines when not a TTY, console otherwise."""
+"""structlog, configured once by `main()`: JSON lines or console lines (`--log-format`; by
+default console on a terminal, JSON otherwise)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ import sys
 import structlog
 
 
-def configure(level: str = "info") -> None:
+def configure(level: str = "info", log_format: str = "auto") -> None:
     renderer: structlog.types.Processor
-    if sys.stderr.isatty():
-        renderer = structlog.dev.ConsoleRenderer()
-    else:
-        renderer = structlog.processors.JSONRenderer()
+    console = sys.stderr.isatty() if log_format == "auto" else log_format == "console"
+    renderer = structlog.dev.ConsoleRenderer() if console else structlog.processors.JSONRenderer()
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -128,6 +128,7 @@ def test_every_committed_config_passes_check(
         "claude.json",
         "codex.json",
         "copilot.json",
+        "echo.json",
         "gemini.json",
         "opencode.json",
     ]

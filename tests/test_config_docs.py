@@ -56,7 +56,7 @@ def documented(doc: str, path: str) -> bool:
 
 def config_paths() -> list[str]:
     """Every key of the config file: Settings', and each backend block's (its own model)."""
-    blocks = [key_paths(s.config_model, f"{s.name}.") for s in registry.specs()]
+    blocks = [key_paths(s.config_model, f"{s.name}.") for s in registry.blocks()]
     return key_paths(Settings) + [path for block in blocks for path in block]
 
 

@@ -103,6 +103,7 @@ async def test_turns_of_one_context_reach_one_session_across_a_restart(
         "sessionId": session,
         "newSession": False,
         "expiredSession": False,
+        "contextReset": False,
         "resumeCommand": f"scripted --resume {session}",
     }
     assert [t.session_id for t in backend.turns] == [None, session, session]

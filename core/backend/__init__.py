@@ -18,6 +18,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import anyio
 import structlog
 
+from core.backend import upstream
+
 
 @dataclass(frozen=True)
 class TextContent:
@@ -217,27 +219,60 @@ class ApprovalRequest:
     reply: ApprovalReply = field(default_factory=ApprovalReply, compare=False)
 
 
-FailureKind = Literal["error", "rejected", "unavailable", "timeout"]
+FailureKind = Literal[
+    "error", "rejected", "unavailable", "timeout", "auth", "quota", "rateLimit", "upstream"
+]
 
 
 @dataclass(frozen=True)
 class Failed:
-    """The turn failed. `kind="rejected"` means the agent refused the task.
+    """The turn failed. `kind="rejected"` means the agent refused the task; `auth`, `quota`,
+    `rateLimit` and `upstream` are the model provider's refusals (upstream.py): `auth` ends
+    the task AUTH_REQUIRED (the engine adds the fix the backend names, `credentials_fix`), the
+    others FAILED with the kind (and `retry_after` seconds, `resets_at`) in the task's
+    `a2aWrapper.error`.
 
     Contract: `message` becomes the task's status message, shown to whoever sent the task, so
     it is a sentence written for that caller (what happened, what to do). It never carries an
     exception's text, an SDK's error string or an upstream response body: those may quote
     credentials, prompts or paths. When such text is why the turn failed, build the event with
-    `safe_failure()`, which logs the raw text under an error id and puts the id in the message.
-    A reason the wrapper itself wrote for the caller (a deadline, a refused permission, "the
-    agent process exited") is used as it is.
+    `safe_failure()` (or `upstream_failure()`), which logs the raw text under an error id and
+    puts the id in the message (and in `error_id`). A reason the wrapper itself wrote for the
+    caller (a deadline, a refused permission, "the agent process exited") is used as it is.
     """
 
     kind: FailureKind
     message: str
+    retry_after: float | None = None
+    resets_at: datetime | None = None
+    error_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionReset:
+    """The session the turn was to resume cannot be continued, so the turn runs in a fresh
+    one; `reason` (for the caller) says why. Emit it before the new SessionBound. (A turn that
+    binds another session than the one it resumed is a reset too, reason unknown.)"""
+
+    reason: str
 
 
 _log = structlog.get_logger(__name__)
+# The context keys under which wrappers pass the provider's HTTP status to safe_failure.
+_STATUS_KEYS = ("status", "status_code", "api_error_status", "http_status")
+
+
+GENERIC_FIX = (
+    "On the daemon's host, log the agent in again or give it a valid API key (`a2a-wrapper"
+    " check` shows where its credentials come from), then send the message again."
+)
+
+
+def credentials_fix(backend: object) -> str:
+    """What to do on the daemon's host when the provider refuses `backend`'s credentials: the
+    backend's own `credentials_fix()` (the exact command or variable), else a general word."""
+    fix = getattr(backend, "credentials_fix", None)
+    return str(fix()) if callable(fix) else GENERIC_FIX
 
 
 def in_directory(command: str, cwd: Path | None) -> str:
@@ -274,14 +309,70 @@ def safe_failure(
     traceback and text of `exc`, and/or `detail`: an upstream error body, an agent's own error
     words) is logged at error level as `event` with a fresh `error_id` and `context`; the
     message is `sentence` carrying that id. Never put the raw text into `sentence`.
+
+    A failure of kind `error` or `unavailable` whose raw text names a provider's refusal
+    (credentials, quota, rate limit, a provider error: `upstream.classify`), or whose context
+    carries such an HTTP `status`, becomes that kind, with its sentence and what the text says
+    of when to retry.
     """
+    raw = " ".join(t for t in (detail, None if exc is None else repr(exc)) if t)
+    found = None
+    if kind in ("error", "unavailable"):
+        # The words first (a 429 may say its quota is used up), then a status in the context.
+        status = next((context[k] for k in _STATUS_KEYS if k in context), None)
+        found = (upstream.classify(raw) if raw else None) or upstream.of_status(status)
+    if found is not None:
+        return upstream_failure(
+            found, event=event, exc=exc, detail=detail, sentence=sentence, **context
+        )
     error_id = new_error_id()
     if detail is not None:
         context["detail"] = detail
     if exc is not None:
         context["exc_info"] = exc
     _log.error(event, error_id=error_id, **context)
-    return Failed(kind, with_error_id(sentence, error_id))
+    return Failed(kind, with_error_id(sentence, error_id), error_id=error_id)
+
+
+def upstream_failure(
+    kind: upstream.UpstreamKind,
+    *,
+    event: str,
+    exc: BaseException | None = None,
+    detail: str | None = None,
+    retry_after: float | None = None,
+    resets_at: datetime | None = None,
+    sentence: str | None = None,
+    **context: Any,
+) -> Failed:
+    """The Failed event of a provider's refusal of `kind`: `sentence` (default: the kind's
+    own, upstream.SENTENCES) for the caller, then when to retry, as given or as the raw text
+    (`detail`, `exc`) says; the raw text is logged under the error id."""
+    raw = " ".join(t for t in (detail, None if exc is None else str(exc)) if t)
+    if retry_after is None and kind in ("rateLimit", "quota", "upstream"):
+        retry_after = upstream.retry_hint(raw)
+    if resets_at is None and kind in ("quota", "rateLimit"):
+        resets_at = upstream.reset_hint(raw)
+    error_id = new_error_id()
+    if detail is not None:
+        context["detail"] = detail
+    if exc is not None:
+        context["exc_info"] = exc
+    _log.error(event, error_id=error_id, kind=kind, **context)
+    sentence = (sentence or upstream.SENTENCES[kind]).strip()
+    if not sentence.endswith((".", "!", "?")):
+        sentence += "."
+    if retry_after is not None and kind in ("rateLimit", "upstream"):
+        sentence += f" Try again in {retry_after:g} s."
+    if resets_at is not None:
+        sentence += f" The quota resets at {resets_at.isoformat(timespec='seconds')}."
+    return Failed(
+        kind,
+        with_error_id(sentence, error_id),
+        retry_after=retry_after,
+        resets_at=resets_at,
+        error_id=error_id,
+    )
 
 
 BackendEvent = (
@@ -299,6 +390,7 @@ BackendEvent = (
     | NeedsInput
     | ApprovalRequest
     | Failed
+    | SessionReset
 )
 
 

@@ -20,7 +20,16 @@ from typing import Protocol, runtime_checkable
 import anyio
 from anyio.abc import TaskStatus
 
-from core.backend import Backend, BackendEvent, Diagnosis, Failed, Health, Turn, safe_failure
+from core.backend import (
+    GENERIC_FIX,
+    Backend,
+    BackendEvent,
+    Diagnosis,
+    Failed,
+    Health,
+    Turn,
+    safe_failure,
+)
 
 
 class BackendUnavailableError(RuntimeError):
@@ -130,3 +139,8 @@ class BackendBase:
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return None
+
+    def credentials_fix(self) -> str:
+        """What to do on the daemon's host when the provider refuses the agent's credentials
+        (the exact command or variable), for the AUTH_REQUIRED status message."""
+        return GENERIC_FIX

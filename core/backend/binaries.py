@@ -2,8 +2,8 @@
 then the project's pinned install, then `PATH`.
 
 Generic on purpose (core names no built-in agent): each wrapper passes its own pinned
-candidates (an npm package `make` installs under `PROJECT_TOOLS`, a binary a pinned wheel
-ships) and the words of its not-found message.
+candidates (an npm package installed under `PROJECT_TOOLS`, a binary a pinned wheel ships) and
+the words of its not-found message.
 """
 
 from __future__ import annotations
@@ -14,9 +14,25 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-# Where `make` installs the agent CLIs that ship on npm only, pinned (Makefile: NPM_TOOLS),
-# relative to the checkout this package runs from.
-PROJECT_TOOLS = Path(__file__).resolve().parents[2] / ".tools" / "node_modules"
+AGENTS_DIR_VARIABLE = "A2A_WRAPPER_AGENTS_DIR"
+
+
+def agents_directory() -> Path:
+    """Where the pinned npm agent CLIs are installed (an npm prefix): `$A2A_WRAPPER_AGENTS_DIR`
+    when set; in a clone where `make` made `.tools`, that; else the user's data directory,
+    `${XDG_DATA_HOME:-~/.local/share}/a2a-wrapper/agents` (`a2a-wrapper agents install`)."""
+    override = os.environ.get(AGENTS_DIR_VARIABLE)
+    if override:
+        return Path(override).expanduser().absolute()
+    clone = Path(__file__).resolve().parents[2] / ".tools"
+    if clone.is_dir():
+        return clone
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data) / "a2a-wrapper" / "agents"
+
+
+# The packages of the pinned npm agent CLIs (wrappers/npm-agents.txt), read once at import.
+PROJECT_TOOLS = agents_directory() / "node_modules"
 
 
 class CliNotFoundError(FileNotFoundError):

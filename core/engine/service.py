@@ -103,6 +103,7 @@ class TaskService:
             turn_hooks=turn_hooks,
             observer=observer,
         )
+        self._credentials = runner.credentials
         driver = TurnDriver(
             backend,
             runner,
@@ -185,7 +186,7 @@ class TaskService:
 
     async def readiness(self) -> Readiness:
         """Ready to work: the task store takes a write and the backend is healthy."""
-        return await readiness.check(self._store, self._backend)
+        return await readiness.check(self._store, self._backend, self._credentials)
 
     @property
     def backend_name(self) -> str:

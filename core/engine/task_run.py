@@ -13,8 +13,7 @@ publishes, so the snapshot, the stored copy and what subscribers see never disag
 itself is a frozen wire model: every change makes a new `Task` (`model_copy(update=...)`), so
 the snapshot is handed out as it is, never copied.
 
-The task's `a2aWrapper` metadata section (wrapper_section.py) is built here, in one place;
-the session id lives in it.
+The task's `a2aWrapper` section (wrapper_section.py), with the session id, is built here only.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
 from core.engine.turn.content import joined_text
-from core.engine.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
+from core.engine.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
 from core.storage.latch import Latch
 from core.storage.queued import Queued
 from core.storage.tasks import TaskStore
@@ -257,6 +256,7 @@ class TaskRun:
             resume_command=resume_command,
             new_session=new_session,
             expired_session=expired_session,
+            **TURN_OUTCOME,
         )
 
     def applying(self, event: BackendEvent | None) -> None:
@@ -356,9 +356,9 @@ class TaskRun:
         )
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
-        """Sections the turn hooks add to the task's metadata (`workspace`)."""
-        if "workspace" in sections:
-            self._set_section(workspace=sections["workspace"])
+        """`workspace` (turn hooks) and TURN_OUTCOME's keys (the turn runner)."""
+        known = {*TURN_OUTCOME, "workspace"}
+        self._set_section(**{k: v for k, v in sections.items() if k in known})
 
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
         self._set_section(approvals=(*self._section.approvals, decision))

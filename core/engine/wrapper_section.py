@@ -13,6 +13,14 @@ from pydantic import JsonValue
 from core.wire.models import Task
 
 WRAPPER_METADATA_KEY = "a2aWrapper"
+# What each turn says anew (a lease starts from these): the provider's refusal, whether the
+# context's session was lost.
+TURN_OUTCOME: dict[str, JsonValue] = {
+    "context_reset": False,
+    "reset_reason": None,
+    "error": None,
+}
+UNKNOWN_RESET = "The agent could not resume the context's session; a new session served the turn."
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,11 @@ class WrapperSection:
     usage: Mapping[str, JsonValue] | None = None
     approvals: tuple[Mapping[str, JsonValue], ...] = ()
     workspace: Mapping[str, JsonValue] | None = None
+    # The session the turn was to resume could not be continued (a fresh one serves it).
+    context_reset: bool = False
+    reset_reason: str | None = None
+    # Why the turn failed, when the provider refused it (`kind`, `retryAfter`, ...).
+    error: Mapping[str, JsonValue] | None = None
 
     @classmethod
     def of(cls, task: Task) -> WrapperSection | None:
@@ -41,6 +54,8 @@ class WrapperSection:
         approvals = raw.get("approvals")
         backend = raw.get("backend")
         workspace = raw.get("workspace")
+        reason = raw.get("resetReason")
+        error = raw.get("error")
         return cls(
             backend=backend if isinstance(backend, str) else None,
             leased="sessionId" in raw,
@@ -53,20 +68,31 @@ class WrapperSection:
             if isinstance(approvals, list)
             else (),
             workspace=workspace if isinstance(workspace, dict) else None,
+            context_reset=raw.get("contextReset") is True,
+            reset_reason=reason if isinstance(reason, str) else None,
+            error=error if isinstance(error, dict) else None,
         )
 
     def bound(self, session_id: str, resume_command: str | None) -> WrapperSection:
         """The backend named the session serving the task (and how to open it). Another id
         than the one the turn resumed means the agent could not continue that session: the
-        task says it is a new one."""
+        task says it is a new one, and that the context was reset (why, when the backend said:
+        `reset`)."""
         resumed = self.session_id
+        lost = resumed is not None and resumed != session_id
         return replace(
             self,
             leased=True,
             session_id=session_id,
             resume_command=resume_command or None,
-            new_session=self.new_session or (resumed is not None and resumed != session_id),
+            new_session=self.new_session or lost,
+            context_reset=self.context_reset or lost,
+            reset_reason=self.reset_reason or (UNKNOWN_RESET if lost else None),
         )
+
+    def reset(self, reason: str) -> WrapperSection:
+        """The backend could not resume the turn's session, for `reason`."""
+        return replace(self, context_reset=True, reset_reason=reason)
 
     def render(self) -> dict[str, JsonValue]:
         section: dict[str, JsonValue] = {}
@@ -78,6 +104,11 @@ class WrapperSection:
                 section["resumeCommand"] = self.resume_command
             section["newSession"] = self.new_session
             section["expiredSession"] = self.expired_session
+            section["contextReset"] = self.context_reset
+            if self.reset_reason:
+                section["resetReason"] = self.reset_reason
+        if self.error is not None:
+            section["error"] = dict(self.error)
         if self.usage is not None:
             section["usage"] = dict(self.usage)
         if self.approvals:

@@ -29,7 +29,6 @@ from pydantic.alias_generators import to_camel
 
 from core import registry
 from core.backend.config import Block
-from core.backend.spec import BackendSpec
 from core.settings.cluster import ClusterSettings, redacted_dsn
 from core.settings.engine import (
     ApprovalSettings,
@@ -307,9 +306,9 @@ class Settings(BaseModel):
 BlockT = TypeVar("BlockT", bound=BaseModel)
 
 
-def _spec_or_none(name: str) -> BackendSpec[Any] | None:
+def _spec_or_none(name: str) -> registry.BlockModel | None:
     try:
-        return registry.spec_for(name)
+        return registry.block_for(name)
     except registry.UnknownBackendError:
         return None
 
@@ -430,14 +429,23 @@ def load(
         raise ConfigError(_describe(exc)) from exc
 
 
+def _block_description(name: str) -> str:
+    needs = registry.needs(name)
+    head = f'The block of backend "{name}"'
+    return f"{head}; it needs {needs}" if needs else head
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the config file (committed as config/schema.json; a test keeps it
     in sync with the models)."""
     # Settings as if it declared every known backend's block (they are validated by the
     # backends' own models, see Settings._backend_blocks).
     blocks: dict[str, Any] = {
-        spec.name: (spec.config_model, Field(default_factory=spec.config_model))
-        for spec in registry.specs()
+        block.name: (
+            block.config_model,
+            Field(default_factory=block.config_model, description=_block_description(block.name)),
+        )
+        for block in registry.blocks()
     }
     declared = create_model("Settings", __base__=Settings, **blocks)
     schema = declared.model_json_schema(by_alias=True)

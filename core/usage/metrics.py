@@ -23,6 +23,7 @@ from prometheus_client import (
 )
 
 from core.backend import ToolCall, ToolResult, Turn, Usage
+from core.engine.wrapper_section import WRAPPER_METADATA_KEY
 from core.usage.observe import RequestFacts
 
 if TYPE_CHECKING:
@@ -101,6 +102,13 @@ class Metrics:
         )
         self.cost = Counter(
             "a2a_cost_usd", "Cost the agents reported (USD)", ["backend"], registry=registry
+        )
+        self.refusals = Counter(
+            "a2a_upstream_refusals",
+            "Turns the model provider refused, by backend and kind (auth, quota, rateLimit,"
+            " upstream)",
+            ["backend", "kind"],
+            registry=registry,
         )
         self.tool_calls = Counter(
             "a2a_tool_calls", "Tool calls the agents made", ["backend"], registry=registry
@@ -199,6 +207,9 @@ class Metrics:
         if counter is None:
             counter = self._turn_outcomes[outcome] = self.turns.labels(self._backend, outcome)
         counter.inc()
+        kind = _refusal(run)
+        if kind is not None:
+            self.refusals.labels(self._backend, kind).inc()
 
     # ----- push ------------------------------------------------------------------------------
 
@@ -208,6 +219,14 @@ class Metrics:
     def exposition(self) -> bytes:
         """The registry in the Prometheus text format (`/metrics`)."""
         return generate_latest(self.registry)
+
+
+def _refusal(run: TaskRun) -> str | None:
+    """The kind of the provider's refusal that ended the turn (`a2aWrapper.error.kind`)."""
+    section = (run.task.metadata or {}).get(WRAPPER_METADATA_KEY)
+    error = section.get("error") if isinstance(section, dict) else None
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _outcome(run: TaskRun) -> str:

@@ -29,7 +29,10 @@ def require(version: Version, expected: Version) -> None:
     if version != expected and not (expected[0] == 0 and version[0] == 0):
         shown = f"{version[0]}.{version[1]}"
         want = f"{expected[0]}.{expected[1]}"
+        # The usual cause: a v1.0 method called without the header, which means 0.3.
+        absent = " (a request without an A2A-Version header is 0.3)" if version == V0_3 else ""
         raise VersionNotSupportedError(
-            f"A2A version '{shown}' is not supported by this method. Expected version '{want}'.",
+            f"A2A version '{shown}'{absent} is not supported by this method. Expected version "
+            f"'{want}': send the header 'A2A-Version: {want}'.",
             metadata={"supportedVersions": "0.3,1.0"},
         )

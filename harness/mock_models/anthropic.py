@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 from aiohttp import web
 
+from harness.mock_models import refusals
 from harness.mock_models.steps import (
     CallTool,
     Hang,
@@ -79,6 +80,8 @@ class Reply:
     """Seconds of silence after `message_start` (ended early by `AnthropicMock.release()`)."""
     chunk: int = 40
     """Characters per text delta."""
+    refusal: Upstream | None = None
+    """A provider's refusal, answered as the real API does (refusals.py)."""
 
 
 @dataclass
@@ -352,6 +355,8 @@ class AnthropicMock:
     async def _answer(
         self, request: web.Request, recorded: RecordedRequest, reply: Reply
     ) -> web.StreamResponse:
+        if reply.refusal is not None:
+            return refusals.anthropic(reply.refusal)
         if reply.error is not None:
             return _error(reply.error, reply.error_message)
         body = recorded.body if isinstance(recorded.body, dict) else {}
@@ -401,8 +406,9 @@ def reply_for(step: Step) -> Reply:
             return Reply(tool_use=ToolUse("Write", {"file_path": path, "content": content}))
         case CallTool(name, arguments):
             return Reply(tool_use=ToolUse(name, arguments))
-        case Upstream(status, message):
-            return Reply(error=status, error_message=message)
+        case Upstream(status, message, refusal):
+            refused = refusal != "error"
+            return Reply(refusal=step) if refused else Reply(error=status, error_message=message)
         case Hang():
             return Reply(text="never sent", stall=3600)
 

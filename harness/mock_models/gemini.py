@@ -31,6 +31,7 @@ from typing import Any
 
 from aiohttp import web
 
+from harness.mock_models import refusals
 from harness.mock_models.steps import (
     CallTool,
     Hang,
@@ -200,6 +201,8 @@ class GeminiMock:
             return _error(401, "API key not valid. Please pass a valid API key.")
         step = self.turns.next_step(record)
         try:
+            if isinstance(step, Upstream) and step.refusal != "error":
+                return refusals.gemini(step)
             if isinstance(step, Upstream):
                 return _error(step.status, step.message)
             stream = method == "streamGenerateContent"
@@ -300,6 +303,8 @@ def _chunk(parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
 
 def _error(status: int, message: str) -> web.Response:
     code = _STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    if status >= 500:  # the provider's own words come first, as Google's do
+        message = f"{refusals.GEMINI_5XX} {message}"
     return web.json_response(
         {"error": {"code": status, "message": message, "status": code}}, status=status
     )

@@ -53,6 +53,7 @@ from typing import Any
 
 from aiohttp import web
 
+from harness.mock_models import refusals
 from harness.mock_models.steps import (
     CallTool,
     Hang,
@@ -108,6 +109,8 @@ class ErrorReply:
     status: int
     message: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
+    refusal: Upstream | None = None
+    """A provider's refusal, answered as the real API does (refusals.py)."""
 
 
 @dataclass(frozen=True)
@@ -479,9 +482,14 @@ class OpenAIChatMock:
     async def _answer(
         self, request: web.Request, record: ChatRequest, reply: Reply
     ) -> web.StreamResponse:
+        if isinstance(reply, ErrorReply) and reply.refusal is not None:
+            return refusals.openai(reply.refusal, record.model or self.model)
         if isinstance(reply, ErrorReply):
             kind = "invalid_request_error" if reply.status < 500 else "server_error"
-            error = {"message": reply.message or f"mock error {reply.status}", "type": kind}
+            message = reply.message or f"mock error {reply.status}"
+            if reply.status >= 500:  # the provider's own words come first, as OpenAI's do
+                message = f"{refusals.OPENAI_5XX} {message}"
+            error = {"message": message, "type": kind}
             return web.json_response(
                 {"error": {**error, "code": reply.status}},
                 status=reply.status,
@@ -553,9 +561,13 @@ def reply_for(step: Step, request: ChatRequest) -> Reply:
             return _write(path, content, request)
         case CallTool(name, arguments):
             return ToolCallReply(name, dict(arguments))
-        case Upstream(status, message):
-            # Retry at once: clients honour these, so a retried error stays fast.
-            return ErrorReply(status, message, headers={"retry-after": "0", "retry-after-ms": "10"})
+        case Upstream(status, message, refusal):
+            if refusal != "error":
+                step_reply = ErrorReply(status, message, refusal=step)
+            else:  # Retry at once: clients honour these, so a retried error stays fast.
+                fast = {"retry-after": "0", "retry-after-ms": "10"}
+                step_reply = ErrorReply(status, message, headers=fast)
+            return step_reply
         case Hang():
             return StallReply(before="Thinking ")
 

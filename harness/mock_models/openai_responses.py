@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from harness.mock_models import refusals
 from harness.mock_models.steps import (
     CallTool,
     Hang,
@@ -76,6 +77,7 @@ class Reply:
     reasoning: str | None = None
     usage: tuple[int, int] = (100, 10)
     chunk: int = 8
+    refusal: Upstream | None = None
 
     @classmethod
     def of_text(cls, text: str, *, chunk: int = 8, reasoning: str | None = None) -> Reply:
@@ -288,6 +290,8 @@ class ResponsesMock:
         if reply.kind == "hold":
             await self._released.wait()
             reply = self._default(recorded)
+        if reply.kind == "error" and reply.refusal is not None:
+            return refusals.openai(reply.refusal, str(recorded.body.get("model", "mock-model")))
         if reply.kind == "error":
             return web.json_response(
                 {"error": {"message": reply.text, "type": "server_error", "code": None}},
@@ -304,6 +308,9 @@ class ResponsesMock:
         elif reply.kind == "failed":
             failed = stream.envelope("failed")
             failed["error"] = {"code": "server_error", "message": reply.text}
+            if reply.refusal is not None:
+                model = str(recorded.body.get("model", "mock-model"))
+                failed["error"] = refusals.openai_error(reply.refusal, model)
             await stream.send({"type": "response.failed", "response": failed})
         else:
             await stream.output(next(self._ids))
@@ -333,8 +340,16 @@ def reply_for(step: Step) -> Reply:
             )
         case CallTool(name, arguments):
             return Reply.function_call(name, dict(arguments))
-        case Upstream(status, message):
-            return Reply.error(status, message)
+        case Upstream(status, message, refusal):
+            # A rate limit also comes mid-stream: `response.failed` with code
+            # rate_limit_exceeded, where Codex reads the delay ("try again in 2s").
+            kind: ReplyKind = "failed" if refusal == "rateLimit" else "error"
+            refused = refusal != "error"
+            return (
+                Reply(kind, status=status, refusal=step)
+                if refused
+                else Reply.error(status, message)
+            )
         case Hang():
             return Reply.stall()
 

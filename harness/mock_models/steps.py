@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,9 @@ class WriteFile:
     content: str
 
 
+Refusal = Literal["error", "auth", "rateLimit", "quota"]
+
+
 @dataclass(frozen=True)
 class CallTool:
     """A call of a tool the agent offers by that exact name (an MCP server's tool, say, as
@@ -62,10 +65,32 @@ class CallTool:
 @dataclass(frozen=True)
 class Upstream:
     """An HTTP error from the model endpoint, before any streaming; `message` goes into the
-    provider's error body (a test puts a fake key in it to check it never reaches a caller)."""
+    provider's error body (a test puts a fake key in it to check it never reaches a caller).
+
+    `refusal` other than "error" makes each mock answer as its real provider refuses a key
+    (`auth`), rate-limits (`rateLimit`, with a retry-after of `retry_after` seconds in the
+    provider's headers and body) or has no quota left (`quota`): the provider's own status,
+    error body and headers (`refused_key()`, `rate_limited()`, `out_of_quota()`)."""
 
     status: int
     message: str = "scripted error"
+    refusal: Refusal = "error"
+    retry_after: int | None = None
+
+
+def refused_key() -> Upstream:
+    """The provider does not take the agent's key (invalid, revoked or expired)."""
+    return Upstream(401, refusal="auth")
+
+
+def rate_limited(seconds: int = 2) -> Upstream:
+    """The provider rate-limits the agent's account: try again in `seconds`."""
+    return Upstream(429, refusal="rateLimit", retry_after=seconds)
+
+
+def out_of_quota() -> Upstream:
+    """The provider's account has no quota (or credit) left."""
+    return Upstream(429, refusal="quota")
 
 
 @dataclass(frozen=True)

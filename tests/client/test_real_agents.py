@@ -101,14 +101,9 @@ def _codex(
 
 @pytest.fixture(scope="module")
 def codex(codex_model: MockModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """Codex on its own policy: it edits its worktree without asking. Unsandboxed: on this
-    machine Codex's workspace-write sandbox cannot start its helper (`bwrap: execvp
-    codex-linux-sandbox`), which the contract suite's Codex workspace cases show too."""
-    yield from _codex(
-        codex_model,
-        tmp_path_factory,
-        codex={"sandbox": "danger-full-access", "dangerouslyAllowFullAccess": True},
-    )
+    """Codex on its own policy (its workspace-write sandbox): it edits its worktree without
+    asking."""
+    yield from _codex(codex_model, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,7 @@ class Agent:
         places.work.mkdir(parents=True, exist_ok=True)
         config: dict[str, Any] = {
             "backend": target.name,
-            target.name: {**target.block(model.url, places), **(block or {})},
+            target.name: _merged(target.block(model.url, places), block or {}),
             "storage": {"path": str(places.root / "tasks.sqlite3")},
             "server": {"shutdownTimeout": 2000},
             **sections,
@@ -145,6 +145,16 @@ class Agent:
         assert "result" in body, body
         task: Task = body["result"]["task"]
         return task
+
+
+def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `more`'s keys; a mapping in both gains keys and keeps its own."""
+    merged = dict(base)
+    for key, value in more.items():
+        old = merged.get(key)
+        deep = isinstance(old, dict) and isinstance(value, dict)
+        merged[key] = _merged(old, value) if isinstance(old, dict) and deep else value
+    return merged
 
 
 def _config(configuration: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,8 @@ says what it needs with `@pytest.mark.needs("approvals", ...)`, naming entries o
 `CAPABILITIES`; a target says what its agent cannot do in `lacks`. The suite's
 `pytest_generate_tests` parametrizes each case only over the targets that lack none of what it
 needs (`targets_for`), so a target never collects a case it cannot pass, and nothing is skipped.
-Every built-in target lacks nothing and so runs every case; a case no target can run is a
-collection error, not a skip.
+Every built-in target but opencode-acp lacks nothing and so runs every case (opencode-acp lacks
+`quota`: see its target); a case no target can run is a collection error, not a skip.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ CAPABILITIES: dict[str, str] = {
     "shell": "has a shell tool that runs commands as processes below the daemon",
     "resume": "resumes a context's session after a daemon restart",
     "streaming": "streams its answer in pieces as the model sends them",
+    "quota": "ends a turn whose model call is refused for a used-up quota (no endless retry)",
 }
 """What a contract case may need (`@pytest.mark.needs(...)`) and a target may lack."""
 
@@ -89,6 +90,13 @@ class BackendTarget:
     restart case checks that the daemon reports a new session, and why, when it gets one."""
     lacks: frozenset[str] = frozenset()
     """The `CAPABILITIES` its agent does not have: it gets no case that needs one of them."""
+    unconfined: dict[str, Any] = field(default_factory=dict)
+    """Block keys with which its shell may write anything in its working directory, `.git`
+    included (an agent run without its own sandbox: what the escape cases assume)."""
+    credentials_fix: str = "a2a-wrapper check"
+    """What the AUTH_REQUIRED status message tells the operator to do (a part of it)."""
+    health_block: dict[str, Any] = field(default_factory=dict)
+    """Block keys for the health cases (test_health.py): e.g. the agent's own retries."""
 
     def __post_init__(self) -> None:
         unknown = self.lacks - CAPABILITIES.keys()
@@ -202,6 +210,9 @@ TARGETS: list[BackendTarget] = [
         marker_outside=False,
         check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
+        credentials_fix="ANTHROPIC_API_KEY",
+        # One retry: the provider's retry-after shows in Claude Code's api_retry message.
+        health_block={"env": {"CLAUDE_CODE_MAX_RETRIES": "1"}},
     ),
     BackendTarget(
         name="codex",
@@ -213,6 +224,11 @@ TARGETS: list[BackendTarget] = [
         # The workspace-write sandbox does not let a command write there: Codex asks to escalate.
         marker_outside=True,
         check_question=_codex_question,
+        # Codex's sandbox keeps each writable root's .git read-only (with any bubblewrap).
+        unconfined={"sandbox": "danger-full-access", "dangerouslyAllowFullAccess": True},
+        credentials_fix="codex login",
+        # One retry: Codex reports the provider's delay when it retries.
+        health_block={"config": {"model_providers": {"mock": {"request_max_retries": 1}}}},
     ),
     BackendTarget(
         name="opencode",
@@ -224,6 +240,7 @@ TARGETS: list[BackendTarget] = [
         marker_outside=False,
         check_question=_opencode_question,
         asks={"permission": {"bash": "ask"}},
+        credentials_fix="opencode auth login",
     ),
     BackendTarget(
         name="copilot",
@@ -236,6 +253,7 @@ TARGETS: list[BackendTarget] = [
         # Only what the default policy would refuse is asked: a write outside the directory.
         marker_outside=True,
         check_question=_copilot_question,
+        credentials_fix="copilot.provider.apiKey",
     ),
 ]
 
@@ -268,6 +286,7 @@ TARGETS.append(
         marker_outside=False,
         check_question=_antigravity_question,
         runs_shell={"commands": "allow"},
+        credentials_fix="the proxy in front of the OpenAI-compatible endpoint",
     )
 )
 
@@ -331,6 +350,7 @@ TARGETS += [
         lambda url, p: acp.gemini_block(url, p.root, p.work, _home(p)),
         api_key=acp.GEMINI_KEY,
         resume="gemini --resume {}",
+        credentials_fix="GEMINI_API_KEY",
         # Gemini CLI 0.61.0's session/load empties a session loaded in the same minute as it
         # was created (both write session-<minute>-<id>.jsonl): docs/backends.md#acp.
         loads_sessions=False,
@@ -339,7 +359,13 @@ TARGETS += [
         "opencode-acp",
         "openai_chat",
         lambda url, p: acp.opencode_block(url, p.root, p.work, _home(p)),
+        # OpenCode 1.18.33 retries an HTTP 429 `insufficient_quota` from a chat-completions
+        # provider without end (only the Responses stream's error event is final to it), and
+        # its ACP face reports no retry: the turn ends at timeouts.turn. The `opencode` backend
+        # sees the retries (maxRetries) and names the quota.
+        lacks=frozenset({"quota"}),
         resume="opencode --session {}",
+        credentials_fix="opencode auth login",
     ),
     _acp_target(
         "copilot-acp",
@@ -347,5 +373,6 @@ TARGETS += [
         lambda url, p: acp.copilot_block(url, p.root, p.work, _home(p), p.cache),
         api_key=acp.COPILOT_KEY,
         resume="copilot --resume {}",
+        credentials_fix="COPILOT_GITHUB_TOKEN",
     ),
 ]

@@ -12,7 +12,15 @@ import pytest
 from core.backend import procfs
 from harness.mock_models.model import MockModel
 from harness.mock_models.steps import Hang, Say, Shell, Upstream
-from tests.contract.agent import Agent, answer, context, state, status_text, wrapper
+from tests.contract.agent import (
+    Agent,
+    answer,
+    context,
+    state,
+    status_text,
+    wrapper,
+    write_marker,
+)
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 from tests.support.errors import SECRET
@@ -144,10 +152,26 @@ def test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on
     assert wrapper(after)["sessionId"] == wrapper(canceled)["sessionId"]
 
 
+@pytest.mark.needs("shell")
+def test_a_shell_command_changes_the_disk_not_only_the_answer(
+    agent: Agent, model: MockModel
+) -> None:
+    marker = write_marker(agent.places, outside=False)
+    model.script([Shell(f"echo made-by-the-shell > {marker}")])
+
+    task = agent.send("Write the marker file.", context())
+
+    assert state(task) == COMPLETED, task
+    # Codex under a bubblewrap without --argv0 used to complete the turn with every command
+    # failing to start: only the file shows that the command ran.
+    assert marker.read_text().strip() == "made-by-the-shell"
+
+
 def test_an_upstream_error_fails_the_task_without_quoting_the_upstream_body(
     agent: Agent, model: MockModel
 ) -> None:
-    for status in (401, 500):
+    # (A 401 asks for credentials: test_health.py.)
+    for status in (400, 500):
         model.script([Upstream(status, f"upstream says: {SECRET}")])
 
         task = agent.send(f"This will fail with {status}.", context())
@@ -156,4 +180,6 @@ def test_an_upstream_error_fails_the_task_without_quoting_the_upstream_body(
         assert status_text(task), "the caller is told why"
         assert SECRET not in json.dumps(task)
         assert "Traceback" not in json.dumps(task)
+        if status == 500:
+            assert wrapper(task)["error"]["kind"] == "upstream", wrapper(task)
     assert model.tool_requests(), "the agent called the model"

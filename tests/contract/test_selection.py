@@ -1,5 +1,6 @@
 """Capability-based case selection (targets.py): a target that lacks a capability collects no
-case that needs it, and nothing is skipped for it; every built-in target collects every case.
+case that needs it, and nothing is skipped for it; every built-in target collects every case
+but what it lacks (opencode-acp: `quota`).
 
 The suite is collected for real, in a pytest subprocess, with one more target installed the way
 a third-party package installs one: an entry point of the group `a2a_wrapper.contract_targets`
@@ -34,9 +35,12 @@ def test_a_target_lacking_a_capability_gets_no_case_that_needs_it(tmp_path: Path
 
     every = set().union(*cases.values())
     approvals = {c for c in every if c.startswith("tests/contract/test_approvals.py::")}
+    quota = {c for c in every if "used_up_quota" in c}
     assert len(approvals) >= 7, "the approval cases need `approvals`"
+    assert len(quota) == 1, "the quota case needs `quota`"
     for target in TARGETS:
-        assert cases[target.name] == every, f"{target.name} runs every case"
+        lacked = quota if "quota" in target.lacks else set()
+        assert cases[target.name] == every - lacked, f"{target.name} runs every case it can"
     assert cases["lacking"] == every - approvals
     shell = "test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on"
     assert f"tests/contract/test_conversation.py::{shell}" in cases["lacking"], (
@@ -45,6 +49,9 @@ def test_a_target_lacking_a_capability_gets_no_case_that_needs_it(tmp_path: Path
 
 
 def test_a_case_may_only_need_a_known_capability() -> None:
-    assert targets_for(CAPABILITIES) == TARGETS, "the built-ins lack nothing"
+    lacking = [t.name for t in TARGETS if t.lacks]
+    assert lacking == ["opencode-acp"], "the built-ins lack nothing but opencode-acp's quota"
+    assert targets_for(set(CAPABILITIES) - {"quota"}) == TARGETS
+    assert [t.name for t in targets_for({"quota"})] == [t.name for t in TARGETS if not t.lacks]
     with pytest.raises(ValueError, match="unknown capabilities"):
         targets_for({"telepathy"})

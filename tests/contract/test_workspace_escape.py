@@ -32,7 +32,9 @@ COMPLETED = "TASK_STATE_COMPLETED"
 
 @pytest.fixture(scope="module")
 def agent(target: BackendTarget, serve: Serve) -> Agent:
-    made = serve(block=target.runs_shell, workspace={"mode": "worktree", "commitTurns": True})
+    # The agent is untrusted: it may run without a sandbox of its own (target.unconfined).
+    block = {**target.runs_shell, **target.unconfined}
+    made = serve(block=block, workspace={"mode": "worktree", "commitTurns": True})
     make_repository(made.places.work)
     return made
 

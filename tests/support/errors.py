@@ -15,7 +15,7 @@ from core.backend import Backend, BackendEvent, TextContent, Turn
 # What with_error_id() appends: the message ends with it.
 ERROR_ID = re.compile(r"The daemon log has the details \(error id ([0-9a-f]{12})\)\.$")
 # Text no caller may see: it stands for an upstream body or SDK error quoting a credential.
-SECRET = "invalid api key sk-test-0123456789abcdef"  # noqa: S105 - a fake key
+SECRET = "leaked secret sk-test-0123456789abcdef"  # noqa: S105 - a fake key
 
 
 def error_id(message: str) -> str:

@@ -3,6 +3,7 @@
 The prompt says what to do, so tests read as conversations:
   `echo: X`   answer X                 `ask: Q`    need input, asking Q
   `fail: M`   fail with M              `reject: M` reject with M
+  `refuse: K W`  the provider refused (kind K: auth, quota, rateLimit, upstream; its words W)
   `crash`     raise inside the backend `reply: X`  answer with a direct Message
   `block`     report progress, then wait until interrupted (or `release(task_id)`)
   `deltas: a|b|c`  stream text deltas     `history`   answer with the session's earlier prompts
@@ -56,7 +57,16 @@ from core.backend import (
     ToolCall,
     Turn,
     Usage,
+    upstream_failure,
 )
+from core.backend.upstream import UpstreamKind
+
+
+def _kind(arg: str) -> UpstreamKind:
+    kind = arg.partition(" ")[0]
+    assert kind in ("auth", "quota", "rateLimit", "upstream"), kind
+    return kind  # type: ignore[return-value]  # checked just above
+
 
 # Commands whose events depend on the argument only.
 _SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
@@ -64,6 +74,10 @@ _SCRIPTED: dict[str, Callable[[str], list[BackendEvent]]] = {
     "ask": lambda arg: [NeedsInput(arg)],
     "fail": lambda arg: [Failed("error", arg)],
     "reject": lambda arg: [Failed("rejected", arg)],
+    # `refuse: KIND provider words`: the provider refused the turn (auth, quota, rateLimit, ...).
+    "refuse": lambda arg: [
+        upstream_failure(_kind(arg), event="scripted.refused", detail=arg.partition(" ")[2])
+    ],
     "reply": lambda arg: [DirectReply((TextContent(arg),))],
     "deltas": lambda arg: [TextDelta(piece) for piece in arg.split("|")],
     "metered": lambda arg: [

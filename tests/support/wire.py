@@ -18,6 +18,7 @@ SCRIPTED_METADATA = {
         "sessionId": "<id6>",
         "newSession": True,
         "expiredSession": False,
+        "contextReset": False,
     }
 }
 _ID_KEYS = {"id", "taskId", "contextId", "artifactId", "messageId", "sessionId"}

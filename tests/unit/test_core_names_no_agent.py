@@ -14,7 +14,8 @@ ALLOWED = {"core/registry.py"}
 
 
 def agent_names() -> re.Pattern[str]:
-    return re.compile("|".join(sorted(registry.BUILTIN)), re.IGNORECASE)
+    # Whole words: "echoed" does not name the echo agent.
+    return re.compile(r"\b(?:" + "|".join(sorted(registry.BUILTIN)) + r")\b", re.IGNORECASE)
 
 
 def mentions(root: Path) -> list[str]:
@@ -46,6 +47,7 @@ def test_the_scan_finds_a_mention(tmp_path: Path) -> None:
 
 def test_the_registry_lists_the_built_ins() -> None:
     assert set(registry.BUILTIN) == {
+        "echo",
         "claude",
         "codex",
         "opencode",

@@ -17,6 +17,7 @@ from harness.mock_models.openai_chat import (
     TextReply,
     ToolCallReply,
 )
+from harness.mock_models.refusals import OPENAI_5XX
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
 
@@ -126,9 +127,11 @@ async def test_scripted_errors(status: int) -> None:
         mock.reply(ErrorReply(status, "nope", headers={"Retry-After": "0"}))
         code, body = await post(session, mock, chat("anything"))
     assert code == status
+    # A 5xx begins with OpenAI's own words for its failure (refusals.OPENAI_5XX).
+    said = "nope" if status < 500 else f"{OPENAI_5XX} nope"
     assert body == {
         "error": {
-            "message": "nope",
+            "message": said,
             "type": "invalid_request_error" if status < 500 else "server_error",
             "code": status,
         }

@@ -10,28 +10,39 @@ agent calls back: updates, permissions, files), `terminals` (`terminal/*`), `app
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.acp.backend import AcpBackend
 from wrappers.acp.config import AcpConfig, CopilotAcpConfig, GeminiConfig, OpencodeAcpConfig
 from wrappers.acp.presets import COPILOT, GEMINI, OPENCODE
 
-__all__ = ["COPILOT_SPEC", "GEMINI_SPEC", "OPENCODE_SPEC", "SPEC", "AcpBackend"]
+if TYPE_CHECKING:
+    from wrappers.acp.backend import AcpBackend
+
+__all__ = ["COPILOT_SPEC", "GEMINI_SPEC", "OPENCODE_SPEC", "SPEC"]
+
+
+def _backend() -> type[AcpBackend]:
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.acp.backend import AcpBackend  # noqa: PLC0415
+
+    return AcpBackend
 
 
 def create(config: AcpConfig) -> AcpBackend:
-    return AcpBackend(config)
+    return _backend()(config)
 
 
 def create_gemini(config: GeminiConfig) -> AcpBackend:
-    return AcpBackend(config, name=GEMINI.name, preset=GEMINI)
+    return _backend()(config, name=GEMINI.name, preset=GEMINI)
 
 
 def create_opencode(config: OpencodeAcpConfig) -> AcpBackend:
-    return AcpBackend(config, name=OPENCODE.name, preset=OPENCODE)
+    return _backend()(config, name=OPENCODE.name, preset=OPENCODE)
 
 
 def create_copilot(config: CopilotAcpConfig) -> AcpBackend:
-    return AcpBackend(config, name=COPILOT.name, preset=COPILOT)
+    return _backend()(config, name=COPILOT.name, preset=COPILOT)
 
 
 SPEC = BackendSpec("acp", AcpConfig, create)

@@ -34,6 +34,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from core.backend import (
+    GENERIC_FIX,
     ApprovalRequest,
     BackendEvent,
     Diagnosis,
@@ -51,6 +52,7 @@ from core.backend.pool import WarmPool
 from wrappers.acp.agent import AgentProcess, start_agent
 from wrappers.acp.client import ActiveTurn, DaemonClient
 from wrappers.acp.config import AcpConfig
+from wrappers.acp.diagnose import auth_methods
 from wrappers.acp.events import TurnUpdates
 from wrappers.acp.presets import Preset
 from wrappers.acp.prompt import PromptDone, prompt_blocks, prompt_outcome
@@ -180,7 +182,20 @@ class AcpBackend(BackendBase):
             argv = self.argv()
         except BackendUnavailableError as exc:
             return [Diagnosis("agent command", False, str(exc))]
-        return [Diagnosis("agent command", True, " ".join(argv))]
+        checks = [Diagnosis("agent command", True, " ".join(argv))]
+        preset = self._preset
+        if preset is not None and preset.credential_check is not None:
+            checks.append(preset.credential_check(self._env()))
+        file_system = preset is None or preset.file_system
+        checks.append(
+            await auth_methods(argv, cwd=self._root, env=self._env(), file_system=file_system)
+        )
+        return checks
+
+    def credentials_fix(self) -> str:
+        if self._preset is None:
+            return GENERIC_FIX
+        return f"On the daemon's host, {self._preset.credentials}; then send the message again."
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         command = None if self._preset is None else self._preset.resume_command(session_id)

@@ -10,15 +10,22 @@ turn), `approvals` (the pre-tool hook: capability switches and the caller's answ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.antigravity.backend import AntigravityBackend
 from wrappers.antigravity.config import AntigravityConfig
 
-__all__ = ["SPEC", "AntigravityBackend", "create"]
+if TYPE_CHECKING:
+    from wrappers.antigravity.backend import AntigravityBackend
+
+__all__ = ["SPEC", "create"]
 
 
 def create(config: AntigravityConfig) -> AntigravityBackend:
     """`AntigravityBackend` from its validated block (what the registry's spec calls)."""
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.antigravity.backend import AntigravityBackend  # noqa: PLC0415
+
     return AntigravityBackend(config)
 
 

@@ -28,6 +28,7 @@ from core.backend import (
     Failed,
     Health,
     SessionBound,
+    SessionReset,
     Turn,
     in_directory,
     safe_failure,
@@ -38,7 +39,7 @@ from core.backend.pool import WarmPool
 from wrappers.antigravity import options
 from wrappers.antigravity.approvals import Gate
 from wrappers.antigravity.config import AntigravityConfig
-from wrappers.antigravity.diagnose import diagnose
+from wrappers.antigravity.diagnose import credentials_fix, diagnose
 from wrappers.antigravity.events import StepMapper
 from wrappers.antigravity.session import ActiveTurn, Session, TurnEnd
 
@@ -50,6 +51,7 @@ EXITED = (
     "The Antigravity runtime exited during the turn; the next turn starts a new one and "
     "continues the conversation."
 )
+LOST = "The conversation's saved state is gone from antigravity.home; a new conversation serves it."
 
 
 class AntigravityBackend(BackendBase):
@@ -104,6 +106,9 @@ class AntigravityBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)
 
+    def credentials_fix(self) -> str:
+        return credentials_fix(self._config)
+
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         """The conversation in a terminal: the SDK's interactive loop on the same state."""
         command = [sys.executable, "-m", "wrappers.antigravity.resume"]
@@ -113,8 +118,12 @@ class AntigravityBackend(BackendBase):
     # ----- turns -------------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        resume = turn.session_id
+        if self._lost(resume):
+            yield SessionReset(LOST)
+            resume = None
         try:
-            session = await self._acquire(turn.session_id, turn.cwd)
+            session = await self._acquire(resume, turn.cwd)
         except BackendUnavailableError as exc:
             yield exc.failure(event="antigravity.unavailable")
             return
@@ -140,11 +149,7 @@ class AntigravityBackend(BackendBase):
                 if isinstance(item, ApprovalRequest):
                     yield item  # the engine waits for the caller's answer, then reads on
                 elif isinstance(item, TurnEnd):
-                    if not session.alive or (item.error is not None and await session.lost()):
-                        # The SDK reports a lost harness as a connection error: say what it is.
-                        yield Failed("error", EXITED)
-                        return
-                    for event in mapper.finish(item.error, item.usage):
+                    for event in await self._ended(session, mapper, item):
                         yield event
                     return
                 else:
@@ -156,6 +161,24 @@ class AntigravityBackend(BackendBase):
             if active.done.is_set() or not active.sent or not session.alive:
                 with anyio.CancelScope(shield=True):
                     await self._end(turn.task_id, session)
+
+    @staticmethod
+    async def _ended(session: Session, mapper: StepMapper, end: TurnEnd) -> list[BackendEvent]:
+        """The events that end the turn."""
+        if not session.alive or (end.error is not None and await session.lost()):
+            # The SDK reports a lost harness as a connection error: say what it is.
+            return [Failed("error", EXITED)]
+        if end.error is not None:
+            # The harness closes its connection after a failed turn: the next turn reopens
+            # the conversation from its saved state.
+            await session.close()
+        return list(mapper.finish(end.error, end.usage))
+
+    def _lost(self, conversation_id: str | None) -> bool:
+        """Whether the conversation to resume has neither a warm agent nor a saved state."""
+        if conversation_id is None or self._pool.get(conversation_id) is not None:
+            return False
+        return not options.saved(self._config, conversation_id)
 
     async def _send(self, session: Session, active: ActiveTurn) -> Failed | None:
         if self._tg is None:

@@ -112,3 +112,18 @@ def _vertex(config: AntigravityConfig, env: Mapping[str, str], via: str) -> Diag
         detail="Vertex AI needs endpoint.project and endpoint.location (or "
         "GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION), or endpoint.apiKey",
     )
+
+
+def credentials_fix(config: AntigravityConfig) -> str:
+    """What to do on the daemon's host when the model endpoint refuses the credentials."""
+    kind = config.endpoint.kind
+    if kind == "openai":
+        what = "fix the key of the proxy in front of the OpenAI-compatible endpoint"
+    elif kind == "vertex":
+        what = (
+            "run `gcloud auth application-default login` for the daemon's user (or set"
+            " antigravity.endpoint.apiKey for express mode)"
+        )
+    else:
+        what = "set GEMINI_API_KEY (or antigravity.endpoint.apiKey) to a valid key"
+    return f"On the daemon's host, {what}; then send the message again."

@@ -46,6 +46,11 @@ def save_dir(config: AntigravityConfig) -> Path:
     return home(config) / "conversations"
 
 
+def saved(config: AntigravityConfig, conversation_id: str) -> bool:
+    """Whether the conversation's state is stored (a lost one would start anew under its id)."""
+    return (save_dir(config) / f"{conversation_id}.db").is_file()
+
+
 def block_file(home_dir: Path) -> Path:
     """Where the daemon leaves its block for `wrappers.antigravity.resume` (no secrets)."""
     return home_dir / "a2a-wrapper-block.json"

@@ -10,15 +10,22 @@ interrupt), `events` (the pure mapping of the CLI's messages to BackendEvents), 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.claude.backend import ClaudeBackend
 from wrappers.claude.config import ClaudeConfig
 
-__all__ = ["SPEC", "ClaudeBackend", "create"]
+if TYPE_CHECKING:
+    from wrappers.claude.backend import ClaudeBackend
+
+__all__ = ["SPEC", "create"]
 
 
 def create(config: ClaudeConfig) -> ClaudeBackend:
     """`ClaudeBackend` from its validated block (what the registry's spec calls)."""
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.claude.backend import ClaudeBackend  # noqa: PLC0415
+
     return ClaudeBackend(config)
 
 

@@ -50,7 +50,7 @@ from core.backend.pool import WarmPool
 from wrappers.claude import diagnose, options, process, stream
 from wrappers.claude.approvals import Approver
 from wrappers.claude.config import ClaudeConfig
-from wrappers.claude.events import TurnState, map_message
+from wrappers.claude.events import CREDENTIALS_HINT, TurnState, map_message
 from wrappers.claude.pool import Key, Pump, WarmClient
 from wrappers.claude.prompt import user_message
 
@@ -445,3 +445,6 @@ class ClaudeBackend(BackendBase):
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         return options.resume_command(self._config, session_id, cwd)
+
+    def credentials_fix(self) -> str:
+        return f"On the daemon's host, {CREDENTIALS_HINT}; then send the message again."

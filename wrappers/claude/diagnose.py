@@ -17,6 +17,7 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
+from core.backend.credentials import epoch, expiry_note, read_json
 from wrappers.claude.config import ClaudeConfig
 from wrappers.claude.options import CONFIG_DIR_VARIABLE, agent_env, resolve_cli
 
@@ -68,13 +69,26 @@ def credentials(config: ClaudeConfig, environ: Mapping[str, str] | None = None) 
             return Diagnosis("credentials", ok=True, detail=f"{name} is set (cloud provider)")
     login = config_dir(config, environ) / ".credentials.json"
     if login.is_file():
-        return Diagnosis("credentials", ok=True, detail=f"a `claude /login` login in {login}")
+        return _login(login)
     return Diagnosis(
         "credentials",
         ok=False,
         detail="none found: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the daemon or "
         f"in claude.env, or run `claude /login` (looked for {login})",
     )
+
+
+def _login(login: Path) -> Diagnosis:
+    """A `claude /login` (OAuth) login: its expiry, as the file records it."""
+    oauth = (read_json(login) or {}).get("claudeAiOauth")
+    oauth = oauth if isinstance(oauth, dict) else {}
+    ok, note = expiry_note(epoch(oauth.get("expiresAt")), renewable=bool(oauth.get("refreshToken")))
+    plan = oauth.get("subscriptionType")
+    plan_note = f", {plan} plan" if isinstance(plan, str) else ""
+    detail = f"a `claude /login` login in {login}{plan_note}; {note}"
+    if not ok:
+        detail += ": log in again with `claude /login` (or `claude setup-token`)"
+    return Diagnosis("credentials", ok=ok, detail=detail)
 
 
 async def diagnose(config: ClaudeConfig) -> list[Diagnosis]:

@@ -25,6 +25,7 @@ SSE events (text deltas); one `AssistantMessage` per content block, after that b
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -54,6 +55,8 @@ from core.backend import (
     ToolResult,
     Usage,
     safe_failure,
+    upstream,
+    upstream_failure,
 )
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -86,6 +89,8 @@ class TurnState:
     result: ResultMessage | None = None
     cost_total: float | None = None
     """The session's cumulative cost after this turn, once the result arrived."""
+    retry_delay: float | None = None
+    """Seconds Claude Code last waited before retrying a refused model call (`api_retry`)."""
 
     @property
     def finished(self) -> bool:
@@ -95,8 +100,8 @@ class TurnState:
 def map_message(state: TurnState, message: Message) -> tuple[TurnState, list[BackendEvent]]:
     """The events for one message of the turn, and the state the next message sees."""
     match message:
-        case SystemMessage(subtype="init", data=data):
-            return _init(state, data)
+        case SystemMessage(subtype="init" | "api_retry" as subtype, data=data):
+            return (_init if subtype == "init" else _api_retry)(state, data)
         case StreamEvent(parent_tool_use_id=None, event=event):
             return _stream_event(state, event)
         case AssistantMessage(parent_tool_use_id=None):
@@ -242,7 +247,7 @@ def _result(state: TurnState, result: ResultMessage) -> tuple[TurnState, list[Ba
     )
     failed = result.is_error or result.subtype != "success"
     if failed:
-        events.append(failure(result))
+        events.append(failure(result, state.retry_delay))
     elif not state.text_sent and result.result:
         events.append(TextDelta(result.result))
     final = dataclasses.replace(state, result=result, cost_total=total, text_sent=True)
@@ -256,9 +261,10 @@ def _tokens(usage: Mapping[str, Any], key: str) -> int:
 
 DETAIL_LIMIT = 300
 
-_CREDENTIALS_HINT = (
+CREDENTIALS_HINT = (
     "set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the daemon's environment or in "
-    "claude.env, or log in once with `claude /login`"
+    "claude.env, or log in once with `claude /login` (a subscription without a browser: "
+    "`claude setup-token`, then CLAUDE_CODE_OAUTH_TOKEN)"
 )
 
 
@@ -269,8 +275,9 @@ _SUBTYPE_ADVICE = {
     "send a follow-up to continue, or raise the budget.",
 }
 _INTERRUPTED = "The turn was interrupted before it finished."
+_STATUS_KINDS: dict[int, upstream.UpstreamKind] = {401: "auth", 429: "rateLimit", 529: "upstream"}
 _STATUS_ADVICE = {
-    401: f"The model endpoint rejected the credentials (HTTP 401): {_CREDENTIALS_HINT}.",
+    401: f"The model endpoint rejected the credentials (HTTP 401): {CREDENTIALS_HINT}.",
     403: "The model endpoint refused access (HTTP 403): check the key's permissions.",
     429: "The model endpoint's rate limit or usage quota was reached (HTTP 429); wait and send "
     "the message again, or raise the quota.",
@@ -283,7 +290,22 @@ _CONTEXT_FULL = (
 )
 
 
-def failure(result: ResultMessage) -> Failed:
+def _api_retry(state: TurnState, data: Mapping[str, Any]) -> tuple[TurnState, list[BackendEvent]]:
+    """Claude Code retries a refused model call. Refused credentials stay refused, and its
+    retries would hold the turn for minutes: the turn ends at once. Otherwise the delay it
+    chose (the provider's retry-after) is what a failure after the last retry reports."""
+    delay = data.get("retry_delay_ms")
+    if isinstance(delay, int | float):
+        state = dataclasses.replace(state, retry_delay=round(delay / 1000, 3))
+    if data.get("error") in ("authentication_failed", "oauth_org_not_allowed") or (
+        data.get("error_status") == 401
+    ):
+        detail = json.dumps(data)[:DETAIL_LIMIT]
+        return state, [upstream_failure("auth", event="claude.turn.refused", detail=detail)]
+    return state, []
+
+
+def failure(result: ResultMessage, retry_delay: float | None = None) -> Failed:
     """The Failed event for a result that ended the turn in error. Claude Code's own words
     (which may quote the endpoint's response) go to the log under the message's error id; a
     reason that needs no words of theirs (a limit reached, an interrupt) is shown as it is."""
@@ -291,6 +313,18 @@ def failure(result: ResultMessage) -> Failed:
         return Failed("error", _SUBTYPE_ADVICE[result.subtype])
     if result.terminal_reason in ("aborted_streaming", "aborted_tools"):
         return Failed("error", _INTERRUPTED)
+    detail = _detail(result)
+    kind = upstream.classify(detail) or _STATUS_KINDS.get(result.api_error_status or 0)
+    if kind is not None:
+        retry = retry_delay if kind == "rateLimit" else None
+        return upstream_failure(
+            kind,
+            event="claude.turn.failed",
+            detail=detail,
+            retry_after=retry,
+            sentence=failure_message(result),
+            api_error_status=result.api_error_status,
+        )
     return safe_failure(
         "error",
         failure_message(result),
@@ -313,7 +347,7 @@ def failure_message(result: ResultMessage) -> str:
     if status is None and "invalid api key" in lowered:
         status = 401
     if status is None and "not logged in" in lowered:
-        advice = f"Claude Code has no credentials for the model endpoint: {_CREDENTIALS_HINT}."
+        advice = f"Claude Code has no credentials for the model endpoint: {CREDENTIALS_HINT}."
     elif "prompt is too long" in lowered or "context window" in lowered:
         advice = _CONTEXT_FULL
     elif status in _STATUS_ADVICE:

@@ -38,7 +38,7 @@ def bundled_cli() -> Path | None:
 _SOURCE = CliSource(
     "the Claude Code binary",
     "claude.cliPath",
-    "the claude extra (pip install 'a2a-wrapper[claude]', whose SDK wheel bundles it)",
+    "the claude extra (pip install 'a2a-wrapper-daemon[claude]', whose SDK wheel bundles it)",
 )
 
 

@@ -9,15 +9,22 @@ and `background` (child processes and background tasks).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 
-__all__ = ["SPEC", "CodexBackend", "create"]
+if TYPE_CHECKING:
+    from wrappers.codex.backend import CodexBackend
+
+__all__ = ["SPEC", "create"]
 
 
 def create(config: CodexConfig) -> CodexBackend:
     """`CodexBackend` from its validated block (what the registry's spec calls)."""
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.codex.backend import CodexBackend  # noqa: PLC0415
+
     return CodexBackend(config)
 
 

@@ -63,6 +63,7 @@ from wrappers.codex.options import (
     Launch,
     check_working_directory,
     codex_binary,
+    credentials_fix,
     launch,
     thread_params,
     turn_params,
@@ -483,6 +484,9 @@ class CodexBackend(BackendBase):
 
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self.config, self._environ)
+
+    def credentials_fix(self) -> str:
+        return credentials_fix(self.config)
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str:
         command = shlex.join(["codex", "resume", session_id])

@@ -10,6 +10,7 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
+from core.backend.credentials import expiry_note, jwt_expiry, read_json
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.options import (
     NotAGitRepositoryError,
@@ -98,13 +99,28 @@ def credentials_check(config: CodexConfig, environ: Mapping[str, str]) -> Diagno
             return Diagnosis("credentials", True, f"{variable} is set")
     auth = codex_home(config, environ) / "auth.json"
     if auth.is_file():
-        return Diagnosis("credentials", True, f"signed in with `codex login` ({auth})")
+        return _signed_in(auth)
     return Diagnosis(
         "credentials",
         False,
         f"none: set {' or '.join(OPENAI_KEY_VARIABLES)}, or run `codex login` "
         f"(with CODEX_HOME={_home_hint(config, environ)})",
     )
+
+
+def _signed_in(auth: Path) -> Diagnosis:
+    """A `codex login`: an API key it stored, or a ChatGPT login whose access token's expiry
+    says how long it lasts (Codex renews it with the refresh token)."""
+    recorded = read_json(auth) or {}
+    if recorded.get("OPENAI_API_KEY"):
+        return Diagnosis("credentials", True, f"an API key stored by `codex login` ({auth})")
+    tokens = recorded.get("tokens")
+    tokens = tokens if isinstance(tokens, dict) else {}
+    ok, note = expiry_note(
+        jwt_expiry(tokens.get("access_token")), renewable=bool(tokens.get("refresh_token"))
+    )
+    detail = f"signed in with `codex login` ({auth}); {note}"
+    return Diagnosis("credentials", ok, detail if ok else f"{detail}: run `codex login` again")
 
 
 def _home_hint(config: CodexConfig, environ: Mapping[str, str]) -> Path:

@@ -280,7 +280,9 @@ def _completed(state: TurnState, turn: dict[str, Any]) -> tuple[BackendEvent, ..
                 "error",
                 describe_error(error),
                 event="codex.turn.failed",
-                detail=str(error.get("message") or ""),
+                # Codex's kind of error (`usageLimitExceeded`, `unauthorized`, an HTTP status)
+                # names the provider's refusal beside its words.
+                detail=f"{error.get('message') or ''} {json.dumps(error.get('codexErrorInfo'))}",
                 codex_error_info=error.get("codexErrorInfo"),
             )
         )

@@ -1,11 +1,13 @@
 """What the `codex` config block means to Codex: the app-server command line and environment,
-and the parameters of every thread and turn. Pure functions, no I/O beyond locating files."""
+and the parameters of every thread and turn. Pure functions, no I/O beyond locating files (and
+the sandbox helper's symlink, sandbox_helper.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,7 @@ from pydantic import JsonValue
 from core.backend.binaries import CliSource, find_cli
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from wrappers.codex.config import CodexConfig
+from wrappers.codex.sandbox_helper import provide_sandbox_helper
 
 # features: without turning these off Codex reaches for api.github.com and chatgpt.com at start.
 # thread_unload_delay_secs: the daemon decides when a thread leaves memory (warmIdle, maxWarm);
@@ -45,7 +48,7 @@ class Launch:
 _SOURCE = CliSource(
     "the codex binary",
     "codex.cliPath",
-    "the codex extra (pip install 'a2a-wrapper[codex]', which brings openai-codex-cli-bin)",
+    "the codex extra (pip install 'a2a-wrapper-daemon[codex]', which brings openai-codex-cli-bin)",
 )
 
 
@@ -130,8 +133,10 @@ def agent_environment(config: CodexConfig, environ: Mapping[str, str]) -> dict[s
 def launch(config: CodexConfig, binary: Path, environ: Mapping[str, str]) -> Launch:
     env = agent_environment(config, environ)
     tools = _bundled_path_dir(binary)
-    if tools is not None:
-        env["PATH"] = os.pathsep.join([str(tools), *filter(None, [env.get("PATH")])])
+    helper = provide_sandbox_helper(binary, environ, (working_directory(config),))
+    first = [str(folder) for folder in (helper, tools) if folder is not None]
+    if first:
+        env["PATH"] = os.pathsep.join([*first, *filter(None, [env.get("PATH")])])
     argv = [str(binary)]
     for override in config_overrides(config):
         argv += ["--config", override]
@@ -263,3 +268,22 @@ def provider_key_variable(config: CodexConfig) -> str | None:
 def uses_custom_provider(config: CodexConfig) -> bool:
     provider = effective_config(config).get("model_provider")
     return isinstance(provider, str) and provider != "openai"
+
+
+def credentials_fix(config: CodexConfig) -> str:
+    """What to do on the daemon's host when the provider refuses Codex's credentials: log in
+    again in Codex's home, or set the key variable of the configured model provider."""
+    login = "codex login"
+    if config.home is not None:
+        login = f"CODEX_HOME={shlex.quote(str(config.home.expanduser()))} {login}"
+    providers = config.config.get("model_providers")
+    chosen = config.config.get("model_provider")
+    variable = "OPENAI_API_KEY"
+    if isinstance(providers, dict) and isinstance(chosen, str):
+        provider = providers.get(chosen)
+        if isinstance(provider, dict) and isinstance(provider.get("env_key"), str):
+            variable = str(provider["env_key"])
+    return (
+        f"On the daemon's host, run `{login}`, or set {variable} to a valid key in the daemon's"
+        " environment or in codex.env; then send the message again."
+    )

@@ -7,15 +7,22 @@ and a message are given), `diagnose` (`a2a-wrapper check`), `backend` (the `Back
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig
 
-__all__ = ["SPEC", "CopilotBackend", "create"]
+if TYPE_CHECKING:
+    from wrappers.copilot.backend import CopilotBackend
+
+__all__ = ["SPEC", "create"]
 
 
 def create(config: CopilotConfig) -> CopilotBackend:
     """`CopilotBackend` from its validated block (what the registry's spec calls)."""
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.copilot.backend import CopilotBackend  # noqa: PLC0415
+
     return CopilotBackend(config)
 
 

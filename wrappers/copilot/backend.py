@@ -30,7 +30,7 @@ from core.backend import (
 )
 from core.backend.base import BackendBase, BackendUnavailableError
 from wrappers.copilot.config import CopilotConfig
-from wrappers.copilot.diagnose import diagnose
+from wrappers.copilot.diagnose import credentials_fix, diagnose
 from wrappers.copilot.events import TurnState, map_event
 from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
@@ -113,6 +113,9 @@ class CopilotBackend(BackendBase):
 
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnose(self._config, self._environ)
+
+    def credentials_fix(self) -> str:
+        return credentials_fix(self._config)
 
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str | None:
         command = f"copilot --resume {shlex.quote(session_id)}"

@@ -14,10 +14,25 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.binaries import CliNotFoundError
+from core.backend.credentials import expiry_note
 from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.runtime import PINNED_CLI_VERSION, child_env, find_cli
 
 TOKEN_VARIABLES = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")
+
+
+def credentials_fix(config: CopilotConfig) -> str:
+    """What to do on the daemon's host when the model endpoint refuses the credentials."""
+    if config.provider is not None:
+        what = "set copilot.provider.apiKey to a valid key for the BYOK endpoint"
+    else:
+        what = (
+            "set COPILOT_GITHUB_TOKEN (or GH_TOKEN, or copilot.githubToken) to a valid token,"
+            " or run `copilot login` for the daemon's user"
+        )
+    return f"On the daemon's host, {what}; then send the message again."
+
+
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 
 
@@ -67,10 +82,12 @@ def _credentials(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosis
     present = [name for name in TOKEN_VARIABLES if env.get(name)]
     if present:
         return Diagnosis("credentials", ok=True, detail=f"GitHub token in {present[0]}")
-    if _logged_in(config, env):
-        return Diagnosis(
-            "credentials", ok=True, detail="a `copilot login` account is recorded in COPILOT_HOME"
-        )
+    recorded = _logged_in(config, env)
+    if recorded is not None:
+        # GitHub's OAuth tokens of `copilot login` carry no expiry (they last until revoked).
+        _, note = expiry_note(None)
+        detail = f"a `copilot login` account is recorded in {recorded}; {note}"
+        return Diagnosis("credentials", ok=True, detail=detail)
     return Diagnosis(
         "credentials",
         ok=False,
@@ -79,12 +96,15 @@ def _credentials(config: CopilotConfig, environ: Mapping[str, str]) -> Diagnosis
     )
 
 
-def _logged_in(config: CopilotConfig, env: Mapping[str, str]) -> bool:
+def _logged_in(config: CopilotConfig, env: Mapping[str, str]) -> Path | None:
+    """The config file in which `copilot login` recorded an account, if it did."""
     home = config.home or env.get("COPILOT_HOME") or Path(env.get("HOME") or "~") / ".copilot"
+    recorded = Path(os.path.expanduser(home)) / "config.json"
     try:
-        stored = json.loads((Path(os.path.expanduser(home)) / "config.json").read_text())
+        stored = json.loads(recorded.read_text())
     except (OSError, ValueError):
-        return False
-    return isinstance(stored, dict) and bool(
+        return None
+    found = isinstance(stored, dict) and (
         stored.get("lastLoggedInUser") or stored.get("loggedInUsers")
     )
+    return recorded if found else None

@@ -19,12 +19,13 @@ from core.backend import binaries, procfs
 from core.backend.base import BackendUnavailableError
 from core.backend.binaries import PROJECT_TOOLS, CliNotFoundError, CliSource
 from core.backend.process import track, untrack
+from wrappers import pins
 from wrappers.copilot.config import CopilotConfig
 
 log = structlog.get_logger(__name__)
 
 # The SDK release pins this CLI release (github-copilot-sdk==1.0.25 -> @github/copilot@1.0.102).
-PINNED_CLI_VERSION = "1.0.102"
+PINNED_CLI_VERSION = pins.version("copilot")  # wrappers/npm-agents.txt
 STOP_TIMEOUT = 10.0
 
 
@@ -51,7 +52,7 @@ def find_cli(config: CopilotConfig, environ: Mapping[str, str]) -> Path:
         CliSource(
             "the copilot CLI",
             key,
-            f"@github/copilot@{PINNED_CLI_VERSION} (`make` puts it in .tools)",
+            pins.install_hint("copilot"),
         ),
         search_path=config.env.get("PATH") or environ.get("PATH"),
     )

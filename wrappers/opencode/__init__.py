@@ -7,15 +7,22 @@ BackendEvents), `backend` (the `Backend`), `diagnose` (`a2a-wrapper check`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.backend.spec import BackendSpec
-from wrappers.opencode.backend import OpencodeBackend
 from wrappers.opencode.config import OpencodeConfig
 
-__all__ = ["SPEC", "OpencodeBackend", "create"]
+if TYPE_CHECKING:
+    from wrappers.opencode.backend import OpencodeBackend
+
+__all__ = ["SPEC", "create"]
 
 
 def create(config: OpencodeConfig) -> OpencodeBackend:
     """`OpencodeBackend` from its validated block (what the registry's spec calls)."""
+    # Here, not at the top: importing the package (for its config) must not import the SDK.
+    from wrappers.opencode.backend import OpencodeBackend  # noqa: PLC0415
+
     return OpencodeBackend(config)
 
 

@@ -124,6 +124,9 @@ class OpencodeBackend(BackendBase):
     async def diagnose(self) -> list[Diagnosis]:
         return await diagnostics.diagnose(self.config)
 
+    def credentials_fix(self) -> str:
+        return diagnostics.credentials_fix(self.config)
+
     def resume_command(self, session_id: str, cwd: Path | None = None) -> str:
         command = f"opencode --session {shlex.quote(session_id)}"
         if self.config.home is not None:

@@ -16,6 +16,7 @@ import anyio
 
 from core.backend import Diagnosis
 from core.backend.base import BackendUnavailableError
+from core.backend.credentials import epoch, expiry_note
 from wrappers.opencode.config import OpencodeConfig
 from wrappers.opencode.launch import find_binary, opencode_config
 from wrappers.opencode.server import split_credentials
@@ -79,9 +80,11 @@ def _credentials(config: OpencodeConfig, env: Mapping[str, str]) -> Diagnosis:
         )
     provider = model.split("/", 1)[0]
     where = _inline_key(merged, provider, env) or _env_key(provider, env)
-    where = where or _stored_login(config, provider, env)
     if where:
         return Diagnosis("credentials", True, f"{provider}: {where}")
+    stored = _stored_login(config, provider, env)
+    if stored is not None:
+        return Diagnosis("credentials", stored[0], f"{provider}: {stored[1]}")
     names = " or ".join(PROVIDER_ENV.get(provider, ())) or "the provider's apiKey"
     return Diagnosis(
         "credentials",
@@ -111,7 +114,11 @@ def _env_key(provider: str, env: Mapping[str, str]) -> str | None:
     return None
 
 
-def _stored_login(config: OpencodeConfig, provider: str, env: Mapping[str, str]) -> str | None:
+def _stored_login(
+    config: OpencodeConfig, provider: str, env: Mapping[str, str]
+) -> tuple[bool, str] | None:
+    """An `opencode auth login` of `provider`: usable or not, and what `check` says of it (an
+    OAuth login's expiry; OpenCode renews it with its refresh token)."""
     if config.home is not None:
         data = config.home.expanduser() / "data"
     else:
@@ -121,6 +128,23 @@ def _stored_login(config: OpencodeConfig, provider: str, env: Mapping[str, str])
         stored = json.loads(auth.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if isinstance(stored, dict) and provider in stored:
-        return f"stored login in {auth}"
-    return None
+    entry = stored.get(provider) if isinstance(stored, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    if entry.get("type") != "oauth":
+        return True, f"stored login in {auth}"
+    ok, note = expiry_note(epoch(entry.get("expires")), renewable=bool(entry.get("refresh")))
+    text = f"stored login in {auth}; {note}"
+    return ok, text if ok else f"{text}: run `opencode auth login` again"
+
+
+def credentials_fix(config: OpencodeConfig) -> str:
+    """What to do on the daemon's host when the model provider refuses OpenCode's key."""
+    provider = config.model.split("/", 1)[0] if config.model else ""
+    variables = " or ".join(PROVIDER_ENV.get(provider, ()))
+    key = f"set {variables} (opencode.env)" if variables else "set the provider's key"
+    return (
+        f"On the daemon's host, run `opencode auth login` for provider {provider or '(its)'},"
+        f" or {key}, or the apiKey of the provider in opencode.config; then send the"
+        " message again."
+    )

@@ -30,6 +30,8 @@ from core.backend import (
     ToolResult,
     Usage,
     safe_failure,
+    upstream,
+    upstream_failure,
 )
 
 _WRITE_TOOLS = {"write"}
@@ -285,12 +287,13 @@ class TurnMapper:
         message = str(status.get("message") or "model error")
         if self.max_retries is not None and attempt > self.max_retries and not self._aborting:
             self._aborting = True
-            self.failure = safe_failure(
-                "error",
-                f"The model endpoint keeps failing; gave up after {attempt} attempts. Check the "
-                "provider (opencode.config) and try again.",
+            # OpenCode retries what the provider refused: a refusal it gave up on.
+            self.failure = upstream_failure(
+                upstream.classify(message) or "upstream",
                 event="opencode.turn.gave_up",
                 detail=message,
+                sentence=f"The model endpoint keeps failing; gave up after {attempt} attempts."
+                " Check the provider (opencode.config) and try again.",
             )
             step.actions.append(AbortTurn(self.failure.message))
             return

@@ -23,9 +23,10 @@ from core.backend.binaries import (
     is_executable,
 )
 from core.backend.config import HttpMcpServer, StdioMcpServer
+from wrappers import pins
 from wrappers.opencode.config import OpencodeConfig
 
-PINNED_NPM = "opencode-ai@1.18.33"  # what `make` installs into .tools (Makefile: NPM_TOOLS)
+PINNED_NPM = pins.npm("opencode")  # wrappers/npm-agents.txt
 _MIN_BINARY_BYTES = 1_000_000  # without its postinstall, opencode-ai ships a 479-byte stub
 
 # Switches that keep OpenCode from reaching out on its own (docs/backends.md#opencode); `env`
@@ -59,7 +60,7 @@ def find_binary(cli_path: Path | None) -> Path:
     PATH; raises BackendUnavailableError naming where it looked."""
     pinned = [PROJECT_TOOLS / "opencode-ai" / "bin" / "opencode.exe"]
     pinned += sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode"))
-    source = CliSource("the opencode binary", "opencode.cliPath", f"{PINNED_NPM} (`make`)")
+    source = CliSource("the opencode binary", "opencode.cliPath", pins.install_hint("opencode"))
     try:
         return find_cli(cli_path, pinned, "opencode", source, usable=_usable)
     except CliNotFoundError as exc:

@@ -30,16 +30,20 @@ from core.backend import (
     Progress,
     Reasoning,
     SessionBound,
+    SessionReset,
     Text,
     TextDelta,
     ToolCall,
     ToolResult,
     Turn,
     Usage,
+    credentials_fix,
     new_error_id,
+    with_error_id,
 )
 from core.backend.steps import Step, call_step, file_step, result_step
 from core.engine.observer import NO_OBSERVER, TurnObserver
+from core.engine.readiness import UPSTREAM_KINDS, CredentialWatch, error_section
 from core.engine.task_run import TaskRun, agent_message
 from core.engine.turn.approvals import question
 from core.engine.turn.content import content_to_part
@@ -133,6 +137,8 @@ class TurnRunner:
         observer: TurnObserver = NO_OBSERVER,
     ) -> None:
         self._backend = backend
+        # Whether the agent's credentials are known bad (readiness reads it).
+        self.credentials = CredentialWatch()
         self._turn_hooks = turn_hooks
         self._observer = observer
         self._close_timeout = close_timeout
@@ -198,6 +204,7 @@ class TurnRunner:
         if text:
             message = agent_message(run.task, [Part(text=text)])
         await self._report(run, turn)
+        self.credentials.accepted()
         await run.set_status(TaskState.COMPLETED, message)
 
     async def _report(self, run: TaskRun, turn: Turn) -> None:
@@ -283,12 +290,28 @@ class TurnRunner:
                 await self._report(run, turn)
                 await run.set_status(state, message)
                 return True
-            case Failed(kind=kind, message=text):
-                state = _FAILED_STATE.get(kind, TaskState.FAILED)
+            case SessionReset(reason=reason):
+                run.record_sections({"context_reset": True, "reset_reason": reason})
+            case Failed():
                 await self._report(run, turn)
-                await run.set_status(state, agent_message(run.task, [Part(text=text)]))
+                await self._failed(run, event)
                 return True
         return False
+
+    async def _failed(self, run: TaskRun, event: Failed) -> None:
+        """End the task on `event`: a provider's refusal says its kind in `a2aWrapper.error`;
+        refused credentials leave the task AUTH_REQUIRED with the backend's fix."""
+        state = _FAILED_STATE.get(event.kind, TaskState.FAILED)
+        text = event.message
+        if event.kind in UPSTREAM_KINDS:
+            run.record_sections({"error": error_section(event)})
+        if event.kind == "auth":
+            state = TaskState.AUTH_REQUIRED
+            text = with_fix(text, credentials_fix(self._backend), event.error_id)
+            self.credentials.refused(event.error_id)
+        elif event.kind in UPSTREAM_KINDS:
+            self.credentials.accepted()  # the provider took them, and refused for another reason
+        await run.set_status(state, agent_message(run.task, [Part(text=text)]))
 
     def _note(
         self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange, answer: _Answer
@@ -363,3 +386,12 @@ class TurnRunner:
             if cwd is None:
                 return self._backend.resume_command(session_id)
             return self._backend.resume_command(session_id, cwd)
+
+
+def with_fix(message: str, fix: str, error_id: str | None) -> str:
+    """`message` and then `fix`, the error id's sentence staying last (where callers find it)."""
+    if error_id is not None:
+        tail = with_error_id(".", error_id)[1:]  # " The daemon log has ... (error id X)."
+        if message.endswith(tail):
+            return with_error_id(f"{message[: -len(tail)].strip()} {fix}", error_id)
+    return f"{message} {fix}"

@@ -184,7 +184,9 @@ def check_ours(path: Path, schema: str) -> None:
     try:
         with path.open("rb") as file:
             header = file.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # Nothing there to be foreign; the lock file's creation says what is wrong with a
+        # path that cannot exist.
         return
     except OSError as exc:
         raise ForeignStorageError(f"cannot read it: {exc.strerror}") from exc

@@ -202,3 +202,34 @@ def test_the_working_directory_check(tmp_path: Path) -> None:
     missing = working_directory_check(config(workingDirectory=str(tmp_path / "nope")))
     assert not missing.ok
     assert missing.detail.endswith("nope does not exist")
+
+
+def test_a_claude_login_is_reported_with_its_plan_and_expiry(tmp_path: Path) -> None:
+    block = config(home=str(tmp_path))
+    login = tmp_path / ".credentials.json"
+
+    def recorded(expires_ms: int, refresh: str | None) -> str:
+        oauth = {"accessToken": "sk-ant-oat01-secret", "expiresAt": expires_ms}
+        oauth |= {"subscriptionType": "max", "scopes": ["user:inference"]}
+        if refresh is not None:
+            oauth["refreshToken"] = refresh
+        return json.dumps({"claudeAiOauth": oauth})
+
+    login.write_text(recorded(4_102_444_800_000, "sk-ant-ort01-secret"))  # 2100-01-01
+    valid = diagnose.credentials(block, {})
+    login.write_text(recorded(946_684_800_000, None))  # 2000-01-01, nothing to renew it with
+    lapsed = diagnose.credentials(block, {})
+    login.write_text(recorded(946_684_800_000, "sk-ant-ort01-secret"))
+    renewable = diagnose.credentials(block, {})
+
+    assert valid.ok
+    assert valid.detail == (
+        f"a `claude /login` login in {login}, max plan; expires at 2100-01-01T00:00:00+00:00"
+    )
+    assert not lapsed.ok
+    assert "expired at 2000-01-01T00:00:00+00:00: log in again with `claude /login`" in (
+        lapsed.detail
+    )
+    assert renewable.ok
+    assert "renews it with its refresh token" in renewable.detail
+    assert "secret" not in repr([valid, lapsed, renewable])

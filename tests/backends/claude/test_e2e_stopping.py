@@ -59,7 +59,7 @@ async def test_rejected_credentials_fail_the_task_and_name_the_variable(
 
     task = await send(client, "Hello?", "ctx-401")
 
-    assert task["status"]["state"] == FAILED
+    assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
     message = answer(task)
     assert message.startswith("The model endpoint rejected the credentials (HTTP 401)")
     assert "ANTHROPIC_API_KEY" in message
@@ -79,7 +79,7 @@ async def test_missing_credentials_fail_the_task_and_say_how_to_provide_them(
 
     task = await send(client, "Hello?", "ctx-nokey")
 
-    assert task["status"]["state"] == FAILED
+    assert task["status"]["state"] == "TASK_STATE_AUTH_REQUIRED"
     message = answer(task)
     assert message.startswith("Claude Code has no credentials for the model endpoint")
     assert "ANTHROPIC_API_KEY" in message

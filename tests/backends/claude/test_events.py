@@ -136,19 +136,21 @@ def test_thinking_is_reasoning_not_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    ("name", "expected", "kind"),
     [
-        ("api_error_500", "The model endpoint failed (HTTP 500)"),
-        ("api_error_401", "rejected the credentials (HTTP 401): set ANTHROPIC_API_KEY"),
-        ("api_error_529", "overloaded (HTTP 529)"),
+        ("api_error_500", "The model endpoint failed (HTTP 500)", "upstream"),
+        ("api_error_401", "rejected the credentials (HTTP 401): set ANTHROPIC_API_KEY", "auth"),
+        ("api_error_529", "overloaded (HTTP 529)", "upstream"),
     ],
 )
-def test_api_errors_fail_the_turn_with_an_actionable_message(name: str, expected: str) -> None:
+def test_api_errors_fail_the_turn_with_an_actionable_message(
+    name: str, expected: str, kind: str
+) -> None:
     _, events = replay(messages(name))
     assert text_of(events) == "", "the CLI's synthetic error text is not an answer"
     failed = [e for e in events if isinstance(e, Failed)]
     assert len(failed) == 1
-    assert failed[0].kind == "error"
+    assert failed[0].kind == kind
     assert expected in failed[0].message
     assert "Traceback" not in failed[0].message
     assert isinstance(events[-1], Failed), "the failure is the turn's last event"

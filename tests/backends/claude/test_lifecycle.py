@@ -34,7 +34,8 @@ from tests.backends.claude.conftest import (
     wrapper,
 )
 from tests.support.wire import call
-from wrappers.claude import ClaudeBackend, create
+from wrappers.claude import create
+from wrappers.claude.backend import ClaudeBackend
 from wrappers.claude.config import ClaudeConfig
 
 

@@ -94,14 +94,14 @@ async def test_a_tool_turn_shows_the_call_as_progress_and_completes(
 
 
 @pytest.mark.parametrize(
-    ("status", "expected"),
+    ("status", "expected", "ends"),
     [
-        (500, "The model endpoint failed"),
-        (401, "The model endpoint refused the credentials (HTTP 401)"),
+        (500, "The model endpoint failed", "TASK_STATE_FAILED"),
+        (401, "The model endpoint refused the credentials (HTTP 401)", "TASK_STATE_AUTH_REQUIRED"),
     ],
 )
 async def test_a_model_endpoint_error_fails_the_task_with_a_clear_message(
-    make_codex_client: MakeCodexClient, mock: ResponsesMock, status: int, expected: str
+    make_codex_client: MakeCodexClient, mock: ResponsesMock, status: int, expected: str, ends: str
 ) -> None:
     client = await make_codex_client(timeouts={"turn": 30_000, "idle": 20_000})
     mock.turns.add([Upstream(status, f"scripted: {SECRET}")])
@@ -109,7 +109,7 @@ async def test_a_model_endpoint_error_fails_the_task_with_a_clear_message(
     started = time.monotonic()
     task = await send(client, "This will fail.")
 
-    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["status"]["state"] == ends
     assert status_text(task).startswith(expected)
     assert "Traceback" not in status_text(task)
     assert SECRET not in status_text(task)

@@ -152,26 +152,31 @@ def test_an_applied_patch_is_a_tool_call_and_a_file_change() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fixture", "expected"),
+    ("fixture", "expected", "kind"),
     [
-        ("http_500", "The model endpoint failed. Retry later. The daemon log"),
-        ("http_401", "The model endpoint refused the credentials (HTTP 401). Check the API key"),
-        ("stream_failed", "Codex could not finish the turn. The daemon log"),
+        ("http_500", "The model endpoint failed. Retry later. The daemon log", "upstream"),
+        (
+            "http_401",
+            "The model endpoint refused the credentials (HTTP 401). Check the API key",
+            "auth",
+        ),
+        ("stream_failed", "Codex could not finish the turn. The daemon log", "error"),
         (
             "missing_key",
             "Codex has no API key: the environment variable MOCK_API_KEY is not set.",
+            "auth",
         ),
     ],
 )
 def test_a_failed_turn_ends_with_a_message_the_caller_can_act_on(
-    fixture: str, expected: str
+    fixture: str, expected: str, kind: str
 ) -> None:
     state, events = replay(load(fixture))
 
     assert state.done
     failed = events[-1]
     assert isinstance(failed, Failed)
-    assert failed.kind == "error"
+    assert failed.kind == kind
     assert failed.message.startswith(expected)
     assert "Traceback" not in failed.message
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 import pytest
 
 from core.settings import ConfigError, load
-from wrappers.codex import CodexBackend, create
+from wrappers.codex import create
+from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
 from wrappers.codex.diagnose import credentials_check, git_repository_check
 from wrappers.codex.options import (
@@ -251,3 +253,36 @@ def test_the_shipped_config_is_valid_and_safe(repo_root: Path) -> None:
     assert block.approval_policy == "never"
     assert block.sandbox == "workspace-write"
     assert "OPENAI_API_KEY" not in block.env, "credentials come from the environment"
+
+
+def _jwt(claims: dict[str, object]) -> str:
+    encoded = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"eyJhbGciOiJub25lIn0.{encoded}.c2lnbmF0dXJl"
+
+
+def test_a_codex_login_is_reported_with_its_expiry(tmp_path: Path) -> None:
+    config = block(home=str(tmp_path))
+    auth = tmp_path / "auth.json"
+
+    def login(exp: int, refresh: str | None) -> None:
+        tokens = {"access_token": _jwt({"exp": exp}), "id_token": _jwt({"exp": exp})}
+        if refresh is not None:
+            tokens["refresh_token"] = refresh
+        auth.write_text(json.dumps({"OPENAI_API_KEY": None, "tokens": tokens}))
+
+    login(4_102_444_800, "rt-secret")
+    valid = credentials_check(config, {})
+    login(946_684_800, None)
+    lapsed = credentials_check(config, {})
+    auth.write_text(json.dumps({"OPENAI_API_KEY": "sk-secret"}))
+    with_key = credentials_check(config, {})
+
+    assert valid.ok
+    assert valid.detail == (
+        f"signed in with `codex login` ({auth}); expires at 2100-01-01T00:00:00+00:00"
+    )
+    assert not lapsed.ok
+    assert lapsed.detail.endswith("expired at 2000-01-01T00:00:00+00:00: run `codex login` again")
+    assert with_key.ok
+    assert with_key.detail == f"an API key stored by `codex login` ({auth})"
+    assert "secret" not in repr([valid, lapsed, with_key])

@@ -88,7 +88,9 @@ async def test_a_copilot_login_recorded_in_the_home_counts(tmp_path: Path) -> No
     _, credentials = await backend.diagnose()
 
     assert credentials.ok
-    assert "copilot login" in credentials.detail
+    assert credentials.detail == (
+        f"a `copilot login` account is recorded in {home / 'config.json'}; no expiry recorded"
+    )
     assert "octocat" not in credentials.detail
 
 

@@ -109,7 +109,7 @@ async def test_a_rejected_api_key_fails_the_task_and_says_which_key(
     with anyio.fail_after(30):
         task = await send(client, "hello")
 
-    assert state(task) == "TASK_STATE_FAILED", task
+    assert state(task) == "TASK_STATE_AUTH_REQUIRED", task
     text = status_text(task)
     assert "rejected the credentials (HTTP 401)" in text
     assert "copilot.provider.apiKey" in text
@@ -155,7 +155,7 @@ async def test_without_any_credentials_the_task_says_how_to_log_in(
     with anyio.fail_after(30):
         task = await send(client, "hello")
 
-    assert state(task) == "TASK_STATE_FAILED", task
+    assert state(task) == "TASK_STATE_AUTH_REQUIRED", task
     text = status_text(task)
     assert text.startswith("No GitHub credentials for Copilot: set copilot.githubToken")
     assert "`copilot login`" in text

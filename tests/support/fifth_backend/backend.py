@@ -221,6 +221,9 @@ class FifthBackend(BackendBase):
         """The session to resume (warm, else from its file), or a new one; busy from now."""
         if session_id is not None and (warm := self._warm.take(session_id)) is not None:
             return warm
+        if session_id is not None and not self._files.exists(session_id):
+            # Its file is gone: a new session, under a new id, so the task reports the reset.
+            session_id = None
         session = self._files.load(session_id or uuid.uuid4().hex)
         if not session.messages and self.config.system_prompt:
             session.messages = [{"role": "system", "content": self.config.system_prompt}]

@@ -26,6 +26,9 @@ class SessionFiles:
         # Only a uuid names a file: a session id from a caller's context never walks the disk.
         return self.folder / f"{uuid.UUID(hex=session_id).hex}.json"
 
+    def exists(self, session_id: str) -> bool:
+        return self.file(session_id).is_file()
+
     def load(self, session_id: str) -> Session:
         """The stored session, or a new empty one of that id."""
         try:
