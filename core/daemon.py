@@ -62,6 +62,7 @@ from core.usage.observers import AppObservers
 from core.usage.tracing import Tracing, default_provider
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.plugin import WorkspaceHooks
+from core.workspaces.queries import WorkspaceQueries
 
 log = structlog.get_logger(__name__)
 
@@ -155,7 +156,11 @@ class Daemon:
             heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
             lease = Cluster(db, tasks, heartbeat, push, on_lease_lost=self.service.stop_turns)
             self.cluster.append(lease)
-        self.ops = Operations(self.service)
+        self.ops = Operations(
+            self.service,
+            budgets=self.budgets,
+            workspaces=WorkspaceQueries(workspaces, session_store),
+        )
         self._stopping: anyio.Event | None = None
         self._stop_asked = False
 

@@ -8,9 +8,15 @@ returns; none of them reaches past this object into the engine. The a2a-python S
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
 from core.storage.push import PushVersion
+from core.storage.sessions import WorkspaceRecord
+from core.usage.budget_tally import Limit, Tally
+from core.usage.budgets import Budgets
 from core.wire.errors import PushNotificationNotSupportedError
 from core.wire.models import (
     CancelTaskRequest,
@@ -22,11 +28,84 @@ from core.wire.models import (
     Task,
     TaskPushNotificationConfig,
 )
+from core.workspaces.manager import Changes
+from core.workspaces.queries import WorkspaceQueries
+
+
+@dataclass(frozen=True)
+class Spending:
+    """What a context or a principal has used, its budget and what is left of it (None: no
+    maximum)."""
+
+    used: Tally
+    limit: Limit
+
+    def left(self) -> Limit:
+        limit, used = self.limit, self.used
+        return Limit(
+            None if limit.max_cost_usd is None else max(0.0, limit.max_cost_usd - used.cost_usd),
+            None if limit.max_tokens is None else max(0, limit.max_tokens - used.tokens),
+            None if limit.max_turns is None else max(0, limit.max_turns - used.turns),
+        )
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    record: WorkspaceRecord
+    size: int
+    expired_unsaved: bool
 
 
 class Operations:
-    def __init__(self, service: TaskService) -> None:
+    """`budgets` and `workspaces` answer the read-only queries a face for people needs
+    (usage, workspaces); the A2A bindings use neither."""
+
+    def __init__(
+        self,
+        service: TaskService,
+        *,
+        budgets: Budgets | None = None,
+        workspaces: WorkspaceQueries | None = None,
+    ) -> None:
         self._service = service
+        self._budgets = budgets
+        self._workspaces = workspaces
+
+    # ----- queries beside the A2A operations ------------------------------------------------
+
+    @property
+    def backend_name(self) -> str:
+        return self._service.backend_name
+
+    async def readiness(self) -> Readiness:
+        return await self._service.readiness()
+
+    def usage(self, principal: str, context_id: str) -> tuple[Spending, Spending]:
+        """What `context_id` and `principal` (over the budget window) have used, and what is
+        left of their budgets."""
+        if self._budgets is None:
+            return Spending(Tally(), Limit()), Spending(Tally(), Limit())
+        context, spent = self._budgets.usage(principal, context_id)
+        config = self._budgets.config
+        return Spending(context, config.per_context), Spending(spent, config.per_principal)
+
+    async def workspaces(self, principal: str) -> list[WorkspaceView]:
+        """`principal`'s workspaces with their size on disk."""
+        if self._workspaces is None:
+            return []
+        return [
+            WorkspaceView(record, size, expired)
+            for record, size, expired in await self._workspaces.listing(principal)
+        ]
+
+    async def cumulative_changes(self, principal: str, context_id: str) -> Changes | None:
+        """Everything `principal`'s context changed in its workspace so far (None: no
+        workspace of its own, or nothing changed)."""
+        if self._workspaces is None:
+            return None
+        return await self._workspaces.cumulative(principal, context_id)
+
+    # ----- the A2A operations --------------------------------------------------------------
 
     def require_push(self) -> None:
         """Every push operation answers PushNotificationNotSupported while push is off,

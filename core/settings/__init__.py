@@ -39,6 +39,7 @@ from core.settings.engine import (
 )
 from core.settings.sandbox import SandboxSettings
 from core.settings.server import (
+    ConsoleSettings,
     PushSettings,
     ServerSettings,
     is_loopback,
@@ -215,6 +216,7 @@ class Settings(BaseModel):
     hooks: HookSettings = Field(default_factory=HookSettings)
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

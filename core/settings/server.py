@@ -140,6 +140,17 @@ class ServerSettings(Block):
     shutdown_timeout: int = Field(default=10000, ge=0, description="ms")
 
 
+class ConsoleSettings(Block):
+    enabled: bool | None = Field(
+        default=None,
+        description="Serve the web console at /console; unset: on for a loopback bind, off "
+        "otherwise (when on, it signs in with the same tokens as server.auth.tokens)",
+    )
+    session_ttl: int = Field(
+        default=12 * 3600 * 1000, ge=60_000, description="ms a console sign-in lasts"
+    )
+
+
 class PushSettings(Block):
     enabled: bool = Field(
         default=False,

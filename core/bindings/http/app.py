@@ -22,6 +22,7 @@ from core.api.host import Binding, Host
 from core.bindings.http import jsonrpc, rest, rest_v03
 from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
+from core.bindings.http.console import CONSOLE, add_console, console_enabled
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
 from core.bindings.http.metrics import metrics_route, observed_paths
 from core.bindings.http.observe import observe_requests
@@ -42,7 +43,10 @@ def http_app(host: Host) -> web.Application:
     """The routes and middlewares of `host`'s HTTP binding; the app owns none of the daemon's
     parts (the daemon runs them)."""
     settings = host.settings
-    auth = Authenticator(settings, PUBLIC_PATHS | observed_paths(settings))
+    console = console_enabled(settings)
+    auth = Authenticator(
+        settings, PUBLIC_PATHS | observed_paths(settings), CONSOLE if console else None
+    )
     observers = host.observers
     app = web.Application(
         client_max_size=settings.server.max_body_bytes + 1,
@@ -57,6 +61,9 @@ def http_app(host: Host) -> web.Application:
     app.router.add_get(LEGACY_CARD, card)
     for path in ("/a2a/jsonrpc", "/a2a/jsonrpc/", "/"):
         app.router.add_post(path, jsonrpc.handle)
+    if console:
+        # Before the REST routes: `/console/tasks/x` would match `/{tenant}/tasks/{id}`.
+        add_console(app, host)
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from core.api.principals import ANONYMOUS, Principals
+from core.bindings.http.console.signin import same_origin
 from core.settings import Settings
 from core.settings.server import is_loopback
 
@@ -23,8 +24,13 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
 class Authenticator:
-    def __init__(self, settings: Settings, public_paths: frozenset[str]) -> None:
+    def __init__(
+        self, settings: Settings, public_paths: frozenset[str], own_auth: str | None = None
+    ) -> None:
+        """`own_auth`: a path prefix whose routes sign their users in themselves (the web
+        console's session cookie); its pages may be posted to from their own origin."""
         server = settings.server
+        self._own_auth = own_auth
         self._principals = Principals(settings)
         self._public = public_paths
         self._origins = frozenset(o.rstrip("/") for o in server.allowed_origins)
@@ -57,6 +63,10 @@ class Authenticator:
             return _refusal(
                 421, "MISDIRECTED", "This Host is not served here (server.allowedHosts)"
             )
+        if self._own_auth is not None and (
+            request.path == self._own_auth or request.path.startswith(f"{self._own_auth}/")
+        ):
+            return await self._signing_in_itself(request, handler)
         if not self._origin_allowed(request):
             return _refusal(
                 403, "PERMISSION_DENIED", "Browser origin not allowed (server.allowedOrigins)"
@@ -77,6 +87,14 @@ class Authenticator:
             )
             return response
         request[PRINCIPAL] = principal
+        return await handler(request)
+
+    async def _signing_in_itself(
+        self, request: web.Request, handler: Handler
+    ) -> web.StreamResponse:
+        """A route that signs its users in itself: only the browser guard applies here."""
+        if not (same_origin(request) or self._origin_allowed(request)):
+            return _refusal(403, "PERMISSION_DENIED", "Cross-site request refused")
         return await handler(request)
 
 
