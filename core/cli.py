@@ -14,7 +14,8 @@ from typing import Any
 
 import structlog
 
-from core import DISTRIBUTION, installed_version, logs, npm_agents, registry
+from core import DISTRIBUTION, installed_version, logs, registry
+from core.agents import npm as npm_agents
 from core.api.card import CardProvider
 from core.backend import Diagnosis
 from core.backend.config import AgentBlock, working_directory_check

@@ -77,7 +77,7 @@ def project_imports() -> tuple[Import, ...]:
 # above it. Packages not listed (a new one) fail `test_every_core_package_has_a_layer`.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core.cli",),
-    ("core.daemon", "core.client", "core.npm_agents"),
+    ("core.daemon", "core.client", "core.agents"),
     ("core.bindings.http", "core.bindings.grpc"),
     ("core.api",),
     ("core.settings",),
