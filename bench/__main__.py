@@ -3,13 +3,16 @@
 Series: protocol (daemon vs bare aiohttp vs a2a-sdk server), stream (backend event -> SSE
 client), state (100,000 tasks and sessions), turns (real backends vs direct, when merged),
 observe (what metrics and tracing cost a SendMessage), replicas (1-3 daemons on one
-PostgreSQL beside the SQLite single daemon; cross-replica event latency).
+PostgreSQL beside the SQLite single daemon; cross-replica event latency), sandbox (what
+`sandbox.mode: bubblewrap` adds to a Claude Code turn, first and warm), console (the console's
+index with 1,000 stored tasks, server time).
 `--quick` is a smoke run of the harness (well under 2 minutes); its numbers mean little.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -20,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import observe, protocol, replicas, state, streaming, turns
+from bench import console, observe, protocol, replicas, sandbox, state, streaming, turns
 
-SERIES = ("protocol", "stream", "state", "turns", "observe", "replicas")
+SERIES = ("protocol", "stream", "state", "turns", "observe", "replicas", "sandbox", "console")
 
 
 def machine() -> dict[str, Any]:
@@ -251,6 +254,14 @@ def main() -> None:
                 events=20,
             )
             print_replicas(results["replicas"])
+        if "sandbox" in only:
+            print()
+            asyncio.run(sandbox.run(contexts=2 if quick else 5, follow_ups=1 if quick else 3))
+        if "console" in only:
+            results["console"] = asyncio.run(
+                console.measure(tasks=200 if quick else 1000, contexts=50, loads=5 if quick else 20)
+            )
+            print("\n## Console\n" + console.summary(results["console"]))
     results["loadavg_at_end"] = os.getloadavg()
     print(
         f"\ndone in {time.perf_counter() - started:.0f} s; "

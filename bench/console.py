@@ -97,8 +97,11 @@ def main() -> None:
     parser.add_argument("--contexts", type=int, default=50)
     parser.add_argument("--loads", type=int, default=20)
     args = parser.parse_args()
-    out = asyncio.run(measure(args.tasks, args.contexts, args.loads))
-    print(
+    print(summary(asyncio.run(measure(args.tasks, args.contexts, args.loads))))
+
+
+def summary(out: dict[str, Any]) -> str:
+    return (
         f"console index, {out['tasks']} tasks in {out['contexts']} contexts "
         f"({out['page_bytes'] // 1024} KiB): server {out['server_ms_median']:.1f} ms median, "
         f"{out['server_ms_max']:.1f} ms max over {out['loads']} loads; "
