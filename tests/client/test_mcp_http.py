@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from core.backend.procfs import MARKER_VARIABLE
 from core.client.remote import ORIGIN_VARIABLE
-from tests.client.conftest import Serve
+from tests.client.conftest import Cli, Serve
 from tests.client.test_mcp import TOOLS, call, connected, text
 from tests.support.polling import until
 from tests.support.scripted import ScriptedBackend
@@ -158,3 +158,17 @@ async def test_an_agent_of_the_daemon_is_refused_through_the_facade(
     assert refused.is_error
     assert "comes from an agent this daemon runs itself" in text(refused)
     assert not other.is_error and "from elsewhere" in text(other)
+
+
+async def test_the_guard_holds_on_every_way_in_for_every_client_command(
+    serve: Serve, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`a2a-wrapper send` run by the daemon's agent (the marker inherited) is refused over
+    plain A2A too: the guard is in Operations, not in the MCP face."""
+    monkeypatch.setenv(MARKER_VARIABLE, "this-daemons-instance-id")
+    url = await serve()
+
+    refused = await cli("send", url, "echo: call myself")
+
+    assert refused.code != 0
+    assert "comes from an agent this daemon runs itself" in refused.out + refused.err
