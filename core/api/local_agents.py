@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from core.api.card import CardProvider
 from core.api.operations import Operations
+from core.api.origin import stamped
 from core.client import views
 from core.client.access import AgentInfo, ClientError, Outgoing, answered_by_sending
 from core.client.changes import combined
@@ -45,10 +46,15 @@ class LocalAgents:
     """The daemon's one agent, named as its card names it, as `principal` sees it: only that
     principal's tasks (Operations scopes every call). Implements `AgentAccess`."""
 
-    def __init__(self, ops: Operations, card: CardProvider, principal: str) -> None:
+    def __init__(
+        self, ops: Operations, card: CardProvider, principal: str, *, own_agent: bool = False
+    ) -> None:
+        """`own_agent`: the caller is one of this daemon's own agents; its messages say so
+        (and Operations refuses them: the loop guard)."""
         self._ops = ops
         self._card = card
         self._principal = principal
+        self._own_agent = own_agent
 
     def _document(self) -> dict[str, Any]:
         return self._card.document_for(self._card.configured_base_url(), strict=False)
@@ -79,7 +85,7 @@ class LocalAgents:
 
     async def send(self, agent: str, message: Outgoing) -> AsyncIterator[Update | TaskView]:
         self._check(agent)
-        request = _request(message)
+        request = _request(message, own_agent=self._own_agent)
         if not message.wait:
             with _translated("the message was not delivered"):
                 outcome = await self._ops.send_message(self._principal, request)
@@ -177,7 +183,7 @@ class LocalAgents:
                 params["pageToken"] = page.next_page_token
 
 
-def _request(message: Outgoing) -> SendMessageRequest:
+def _request(message: Outgoing, *, own_agent: bool) -> SendMessageRequest:
     parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
     parts += [
         {
@@ -192,6 +198,8 @@ def _request(message: Outgoing) -> SendMessageRequest:
         body["contextId"] = message.context_id
     if message.task_id:
         body["taskId"] = message.task_id
+    if own_agent:
+        body["metadata"] = stamped({})
     params: dict[str, Any] = {"message": body}
     if message.cumulative:
         params["metadata"] = {"a2aWrapper": {"changes": "cumulative"}}

@@ -5,10 +5,12 @@ the loop guard (an agent of a daemon cannot give that daemon a task through the 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiohttp
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -172,3 +174,43 @@ async def test_the_guard_holds_on_every_way_in_for_every_client_command(
 
     assert refused.code != 0
     assert "comes from an agent this daemon runs itself" in refused.out + refused.err
+
+
+# An HTTP MCP client as an agent would run it: its own process, the environment it inherited.
+HTTP_CALLER = """
+import asyncio, sys
+from mcp import Client
+
+async def main():
+    async with Client(sys.argv[1] + "/mcp") as client:
+        result = await client.call_tool("send_message", {"text": sys.argv[2]})
+    said = "".join(getattr(c, "text", "") for c in result.content)
+    print("ERROR" if result.is_error else "OK", said)
+
+asyncio.run(main())
+"""
+
+
+async def test_an_agent_of_the_daemon_calling_its_mcp_over_http_is_refused(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No client stamps a message over HTTP: the face finds the caller's process by its
+    connection, and that process carries this daemon's marker (as its agents do)."""
+    own = "this-daemons-instance-id"
+    monkeypatch.setenv(MARKER_VARIABLE, own)
+    url = await serve(mcp={"enabled": True})
+
+    async def caller(environment: dict[str, str], said: str) -> str:
+        with anyio.fail_after(120):
+            done = await anyio.run_process(
+                [sys.executable, "-c", HTTP_CALLER, url, said], env=environment, check=True
+            )
+        return done.stdout.decode()
+
+    path = {"PATH": "/usr/bin:/bin"}
+    refused = await caller({**path, MARKER_VARIABLE: own}, "echo: call myself")
+    other = await caller(path, "echo: from outside")
+
+    assert refused.startswith("ERROR")
+    assert "comes from an agent this daemon runs itself" in refused
+    assert other.startswith("OK") and "from outside" in other

@@ -11,6 +11,9 @@ principal, Host and Origin guards, request ids, metrics), same body limit.
 Stateless: the manager keeps nothing per MCP session (a contextId is a tool argument). One
 MCP server per principal, made on its first call: the principal is fixed in its `LocalAgents`,
 so a tool can only ever reach that principal's tasks (Operations scopes every call by it).
+A caller that is one of the daemon's own agents (core/api/origin.py finds it by the
+connection) gets a server whose messages carry the daemon's own origin, which Operations
+refuses: the loop guard, in words the calling model reads.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from core.api.host import Host
 from core.api.local_agents import LocalAgents
+from core.api.origin import own_agent_at
 from core.bindings.http.auth import principal
 from core.client.mcp_server import build_server
 
@@ -36,21 +40,25 @@ _GUARDED_ALREADY = TransportSecuritySettings(enable_dns_rebinding_protection=Fal
 class McpFace:
     def __init__(self, host: Host) -> None:
         self._host = host
-        self._managers: dict[str, StreamableHTTPSessionManager] = {}
+        self._managers: dict[tuple[str, bool], StreamableHTTPSessionManager] = {}
         self._running: list[asyncio.Task[None]] = []
         self._lock = asyncio.Lock()
         self._closing = asyncio.Event()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        manager = await self._manager(principal(request))
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        # An HTTP MCP client stamps no origin: the face looks at who holds the connection.
+        own = await asyncio.to_thread(own_agent_at, tuple(peer[:2]) if peer else None)
+        manager = await self._manager(principal(request), own_agent=own)
         return await _bridged(manager, request)
 
-    async def _manager(self, who: str) -> StreamableHTTPSessionManager:
+    async def _manager(self, who: str, *, own_agent: bool) -> StreamableHTTPSessionManager:
         async with self._lock:
-            found = self._managers.get(who)
+            found = self._managers.get((who, own_agent))
             if found is not None:
                 return found
-            server = build_server(LocalAgents(self._host.ops, self._host.card, who))
+            agents = LocalAgents(self._host.ops, self._host.card, who, own_agent=own_agent)
+            server = build_server(agents)
             server.streamable_http_app(stateless_http=True, transport_security=_GUARDED_ALREADY)
             found = server.session_manager
             # The manager's task group must be entered and left in one task: its own.
@@ -60,7 +68,7 @@ class McpFace:
             await asyncio.wait({ready, task}, return_when=asyncio.FIRST_COMPLETED)
             if task.done():
                 task.result()
-            self._managers[who] = found
+            self._managers[who, own_agent] = found
             return found
 
     async def _run(
