@@ -52,14 +52,16 @@ def _origin(metadata: Mapping[str, Any] | None) -> object:
 
 
 def own_agent_at(peer: tuple[str, int] | None) -> bool:
-    """Whether the loopback TCP connection from `peer` (the caller's address and port) is held
-    by a process of this daemon's (one whose environment carries the instance marker): how the
-    HTTP MCP face knows an agent of its own calling, when no client stamps the message. False
-    whenever it cannot tell (no marker, not loopback, no /proc)."""
+    """Whether the TCP connection from `peer` (the caller's address and port) is held by a
+    process of this daemon's (one whose environment carries the instance marker): how the HTTP
+    MCP face knows an agent of its own calling, when no client stamps the message. Only a
+    connection from this machine (its end is in this network namespace's /proc/net/tcp) can
+    be; False whenever it cannot tell (no marker, no /proc)."""
     own = os.environ.get(MARKER_VARIABLE)
-    if not own or peer is None or not ipaddress.ip_address(peer[0]).is_loopback:
+    address = _address(peer[0]) if peer else None
+    if not own or peer is None or address is None:
         return False
-    inode = _socket_inode(ipaddress.ip_address(peer[0]), peer[1])
+    inode = _socket_inode(address, peer[1])
     if inode is None:
         return False
     held = f"socket:[{inode}]"
@@ -89,9 +91,21 @@ def _local_end(field: str) -> tuple[IPAddress, int] | None:
     try:
         data = bytes.fromhex(raw)
         swapped = b"".join(data[i : i + 4][::-1] for i in range(0, len(data), 4))
-        found: IPAddress = ipaddress.ip_address(swapped)
-        if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
-            found = found.ipv4_mapped
+        found = _plain(ipaddress.ip_address(swapped))
         return found, int(port, 16)
     except ValueError:
         return None
+
+
+def _address(text: str) -> IPAddress | None:
+    try:
+        return _plain(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def _plain(address: IPAddress) -> IPAddress:
+    """An IPv4-mapped IPv6 address (a dual-stack socket's view of an IPv4 peer) as IPv4."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
