@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from a2a import types as sdk
 from google.protobuf.json_format import ParseDict
@@ -61,7 +62,8 @@ class LocalAgents:
 
     def _check(self, agent: str) -> None:
         name = str(self._document().get("name", ""))
-        if agent != name:
+        # A resource URI carries the name percent-encoded ("Test%20agent").
+        if agent != name and unquote(agent) != name:
             raise ClientError(f"no agent named {agent!r} here (this daemon's agent is {name!r})")
 
     async def agents(self) -> list[AgentInfo]:

@@ -5,6 +5,7 @@ the loop guard (an agent of a daemon cannot give that daemon a task through the 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import TextResourceContents
 
 from core.backend.procfs import MARKER_VARIABLE
 from core.client.remote import ORIGIN_VARIABLE
@@ -55,7 +57,21 @@ async def test_the_daemons_agent_is_listed_and_answers_with_progress(
         tools = await client.list_tools()
         agents, _ = await call(client, "list_agents")
         done, progress = await call(client, "send_message", text="tool: pytest")
+        listed = await client.list_resources()
+        card = await client.read_resource("a2a://agents/Test%20agent/card")
+        assert done.structured_content is not None
+        task_id = done.structured_content["id"]
+        transcript = await client.read_resource(
+            f"a2a://agents/Test%20agent/tasks/{task_id}/transcript"
+        )
 
+    assert [str(r.uri) for r in listed.resources] == ["a2a://agents/Test%20agent/card"]
+    [card_text] = card.contents
+    assert isinstance(card_text, TextResourceContents)
+    assert json.loads(card_text.text)["name"] == "Test agent"
+    [lines] = transcript.contents
+    assert isinstance(lines, TextResourceContents)
+    assert "answer: ran pytest" in lines.text
     assert negotiated.startswith(version)
     assert {t.name for t in tools.tools} == TOOLS
     assert agents.structured_content is not None
@@ -128,7 +144,7 @@ async def test_without_a_token_401_and_one_principal_never_reaches_anothers_task
         canceled, _ = await call(bob, "cancel_task", task_id=task_id)
         changes, _ = await call(bob, "get_changes", task_id=task_id)
         with pytest.raises(MCPError, match="Error creating resource"):
-            await bob.read_resource(f"a2a://agents/Test agent/tasks/{task_id}/transcript")
+            await bob.read_resource(f"a2a://agents/Test%20agent/tasks/{task_id}/transcript")
 
     assert refused == (401, 'Bearer realm="a2a-wrapper"')
     for result in (read, canceled, changes):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import MutableMapping
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -30,7 +31,7 @@ from core.api.host import Host
 from core.api.local_agents import LocalAgents
 from core.api.origin import own_agent_at
 from core.bindings.http.auth import principal
-from core.client.mcp_server import build_server
+from core.client.mcp_server import add_card_resources, build_server
 
 MCP_PATH = "/mcp"
 # The Host and Origin guards are the binding's own (server.allowedHosts/allowedOrigins).
@@ -59,6 +60,8 @@ class McpFace:
                 return found
             agents = LocalAgents(self._host.ops, self._host.card, who, own_agent=own_agent)
             server = build_server(agents)
+            [own] = await agents.agents()
+            await add_card_resources(server, agents, [quote(own.name, safe="")])
             server.streamable_http_app(stateless_http=True, transport_security=_GUARDED_ALREADY)
             found = server.session_manager
             # The manager's task group must be entered and left in one task: its own.
