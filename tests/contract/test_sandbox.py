@@ -52,14 +52,7 @@ UNCONFINED: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module", params=["bubblewrap", "none"])
-def mode(request: pytest.FixtureRequest) -> str:
-    value: str = request.param
-    return value
-
-
-@pytest.fixture(scope="module")
-def probed(target: BackendTarget, serve: Serve, mode: str) -> Iterator[tuple[Agent, Path]]:
+def _probed(target: BackendTarget, serve: Serve, mode: str) -> Iterator[tuple[Agent, Path]]:
     """The daemon and where its home, state and workspaces are: outside /tmp (see the module's
     docstring)."""
     outside = Path(tempfile.mkdtemp(prefix=f"a2a-sandbox-{target}-{mode}-", dir="/var/tmp"))
@@ -83,6 +76,18 @@ def probed(target: BackendTarget, serve: Serve, mode: str) -> Iterator[tuple[Age
     shutil.rmtree(outside, ignore_errors=True)
 
 
+# Function-scoped, each used by one case: the two daemons of a target never run at once. (Two
+# cases, not a parametrized mode: a contract case's id stays `case[target]`.)
+@pytest.fixture
+def sandboxed(target: BackendTarget, serve: Serve) -> Iterator[tuple[Agent, Path]]:
+    yield from _probed(target, serve, "bubblewrap")
+
+
+@pytest.fixture
+def unsandboxed(target: BackendTarget, serve: Serve) -> Iterator[tuple[Agent, Path]]:
+    yield from _probed(target, serve, "none")
+
+
 def send(agent: Agent, who: str, text: str, ctx: str) -> dict[str, Any]:
     body = {
         "jsonrpc": "2.0",
@@ -101,12 +106,28 @@ def send(agent: Agent, who: str, text: str, ctx: str) -> dict[str, Any]:
     return task
 
 
-# Two principals: two agent instances start cold in this one case (the suite's 60 s covers one).
+# Two principals: two agent instances start cold in these cases (the suite's 60 s covers one).
 @pytest.mark.timeout(180)
 def test_alice_reaches_only_her_own_workspace(
-    probed: tuple[Agent, Path], model: MockModel, mode: str
+    sandboxed: tuple[Agent, Path], model: MockModel
 ) -> None:
-    agent, outside = probed
+    reached, jails = _probe(*sandboxed, model)
+    assert not any(reached.values()), reached
+    assert len(jails) == 2, jails  # one per principal
+
+
+@pytest.mark.timeout(180)
+def test_without_the_sandbox_the_same_probes_reach_everything(
+    unsandboxed: tuple[Agent, Path], model: MockModel
+) -> None:
+    reached, jails = _probe(*unsandboxed, model)
+    assert all(reached.values()), reached
+    assert not jails
+
+
+def _probe(agent: Agent, outside: Path, model: MockModel) -> tuple[dict[str, bool], set[str]]:
+    """Bob writes his file; alice's shell probes; what her probes reached, read on disk, and
+    the sandboxes the daemon started."""
     model.script([Shell(f"printf '{BOB_TEXT}\\n' > bob.txt")])
     bobs = send(agent, "bob", "Write bob.txt.", context())
     assert state(bobs) == COMPLETED, bobs
@@ -141,13 +162,8 @@ def test_alice_reaches_only_her_own_workspace(
         "daemon home read": _read(own / "got-home.txt") == PLANTED + "\n",
     }
     jails = {str(e["jail"]) for e in logged(agent.daemon, "sandbox.instance_started")}
-    if mode == "none":
-        assert all(reached.values()), reached
-        assert not jails
-    else:
-        assert not any(reached.values()), reached
-        assert len(jails) == 2, jails  # one per principal
     assert (bob / "bob.txt").read_text() == BOB_TEXT + "\n"
+    return reached, jails
 
 
 def _read(path: Path) -> str:

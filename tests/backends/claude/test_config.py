@@ -85,7 +85,7 @@ def test_every_key_reaches_the_sdk_options(tmp_path: Path) -> None:
     built = options.build_options(block, cli=tmp_path / "claude", resume="sess-1", marker="m")
 
     assert built.cwd == tmp_path.resolve()
-    assert built.cli_path == tmp_path / "claude"
+    assert built.cli_path == str(tmp_path / "claude")  # no sandbox: the binary itself
     assert (built.model, built.fallback_model) == ("claude-sonnet-4-5", "claude-haiku-4-5")
     assert built.permission_mode == "dontAsk"
     assert built.allowed_tools == ["Read", "Bash(git:*)"]
