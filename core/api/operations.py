@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.api.origin import refuse_own_agents
 from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
@@ -116,11 +117,13 @@ class Operations:
     async def send_message(
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> Task | Message:
+        refuse_own_agents(request)
         return await self._service.send(principal, request, version=version)
 
     async def send_streaming_message(
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> EventStream:
+        refuse_own_agents(request)
         return await self._service.stream(principal, request, version=version)
 
     async def get_task(self, principal: str, request: GetTaskRequest) -> Task:

@@ -96,3 +96,16 @@ class AgentAccess(Protocol):
     async def changes(self, agent: str, task_id: str, *, cumulative: bool) -> Changes | None: ...
 
     async def transcript(self, agent: str, task_id: str) -> str: ...
+
+
+async def answered_by_sending(
+    access: AgentAccess, agent: str, task_id: str, reply: str
+) -> AsyncIterator[Update | TaskView]:
+    """`answer` as every A2A agent takes it: `reply` sent as the task's next message, once the
+    task is seen waiting for one."""
+    task = await access.get_task(agent, task_id)
+    if not task.waiting:
+        raise ClientError(f"task {task_id} is {task.state}, not waiting for an answer")
+    outgoing = Outgoing(reply, context_id=task.context_id, task_id=task_id)
+    async for item in access.send(agent, outgoing):
+        yield item

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -22,10 +23,15 @@ from a2a.types import (
 from google.protobuf.json_format import MessageToDict
 
 from core.client import views
-from core.client.access import AgentInfo, ClientError, Outgoing
+from core.client.access import AgentInfo, ClientError, Outgoing, answered_by_sending
 from core.client.changes import combined
 from core.client.connection import AgentRef, Connection, translated
 from core.client.views import Changes, TaskView, Update
+
+# The instance id a daemon puts into the environment of every agent it runs (the daemon's
+# `core.backend.procfs.MARKER_VARIABLE`): a message sent from there says so in its metadata,
+# and that daemon refuses it (the loop guard, core/api/origin.py).
+ORIGIN_VARIABLE = "A2A_WRAPPER_INSTANCE"
 
 
 class RemoteAgents:
@@ -89,11 +95,7 @@ class RemoteAgents:
     async def answer(
         self, agent: str, task_id: str, reply: str
     ) -> AsyncIterator[Update | TaskView]:
-        task = await self.get_task(agent, task_id)
-        if not task.waiting:
-            raise ClientError(f"task {task_id} is {task.state}, not waiting for an answer")
-        outgoing = Outgoing(reply, context_id=task.context_id, task_id=task_id)
-        async for item in self.send(agent, outgoing):
+        async for item in answered_by_sending(self, agent, task_id, reply):
             yield item
 
     async def watch(self, agent: str, task_id: str) -> AsyncIterator[Update | TaskView]:
@@ -140,21 +142,7 @@ class RemoteAgents:
         return combined(task, earlier)
 
     async def transcript(self, agent: str, task_id: str) -> str:
-        task = await self._task(agent, task_id)
-        state = views.state_name(task.status.state)
-        lines = [f"task {task.id} (context {task.context_id}): {state}"]
-        for message in task.history:
-            who = "user" if message.role == Role.ROLE_USER else "agent"
-            text = views.texts(message.parts)
-            if text:
-                lines.append(f"{who}: {text}")
-        answer = views.answer_of(task)
-        if answer:
-            lines.append(f"answer: {answer}")
-        status = views.texts(task.status.message.parts)
-        if status and status != answer:
-            lines.append(f"status: {status}")
-        return "\n".join(lines)
+        return views.transcript_of(await self._task(agent, task_id))
 
     # ----- helpers -------------------------------------------------------------------------
 
@@ -239,4 +227,7 @@ def _message(outgoing: Outgoing) -> Message:
         message.parts.append(
             Part(raw=attachment.data, filename=attachment.name, media_type=attachment.media_type)
         )
+    origin = os.environ.get(ORIGIN_VARIABLE)
+    if origin:
+        message.metadata.update({"a2aWrapper": {"origin": origin}})
     return message

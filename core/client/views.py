@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2a.types import Artifact, Message, Part, StreamResponse, Task, TaskState
+from a2a.types import Artifact, Message, Part, Role, StreamResponse, Task, TaskState
 from google.protobuf.json_format import MessageToDict
 
 CHANGES_ARTIFACT = "changes"
@@ -206,6 +206,23 @@ def view(task: Task) -> TaskView:
         updated=updated,
         raw=MessageToDict(task),
     )
+
+
+def transcript_of(task: Task) -> str:
+    """A task's messages, answer and state as text (the MCP transcript resource)."""
+    lines = [f"task {task.id} (context {task.context_id}): {state_name(task.status.state)}"]
+    for message in task.history:
+        who = "user" if message.role == Role.ROLE_USER else "agent"
+        text = texts(message.parts)
+        if text:
+            lines.append(f"{who}: {text}")
+    answer = answer_of(task)
+    if answer:
+        lines.append(f"answer: {answer}")
+    status = texts(task.status.message.parts)
+    if status and status != answer:
+        lines.append(f"status: {status}")
+    return "\n".join(lines)
 
 
 def message_view(message: Message) -> TaskView:

@@ -40,6 +40,7 @@ from core.settings.engine import (
 from core.settings.sandbox import SandboxSettings
 from core.settings.server import (
     ConsoleSettings,
+    McpSettings,
     PushSettings,
     ServerSettings,
     is_loopback,
@@ -217,6 +218,7 @@ class Settings(BaseModel):
     approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     push: PushSettings = Field(default_factory=PushSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)

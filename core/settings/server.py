@@ -151,6 +151,14 @@ class ConsoleSettings(Block):
     )
 
 
+class McpSettings(Block):
+    enabled: bool = Field(
+        default=False,
+        description="Serve MCP over Streamable HTTP at /mcp: this daemon's agent as MCP tools "
+        "(docs/mcp.md), with the same bearer tokens as the rest",
+    )
+
+
 class PushSettings(Block):
     enabled: bool = Field(
         default=False,

@@ -24,6 +24,7 @@ from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
 from core.bindings.http.console import CONSOLE, add_console, console_enabled
 from core.bindings.http.keys import CARD, OPERATIONS, SERVICE, SETTINGS
+from core.bindings.http.mcp import add_mcp
 from core.bindings.http.metrics import metrics_route, observed_paths
 from core.bindings.http.observe import observe_requests
 from core.bindings.http.rest_common import Endpoint, rest_not_found, uri_too_long
@@ -64,6 +65,8 @@ def http_app(host: Host) -> web.Application:
     if console:
         # Before the REST routes: `/console/tasks/x` would match `/{tenant}/tasks/{id}`.
         add_console(app, host)
+    if settings.mcp.enabled:
+        add_mcp(app, host)
     # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
     rest_v03.add_routes(app)
     rest.add_routes(app)
