@@ -35,10 +35,18 @@ class InstantExecutor(AgentExecutor):
         return None
 
 
-def sdk_routes(url: str) -> list[Any]:
+def sdk_routes(
+    url: str,
+    executor: AgentExecutor | None = None,
+    *,
+    name: str = "sdk baseline",
+    description: str = "a2a-sdk server with an instant executor",
+) -> list[Any]:
+    """The SDK's JSON-RPC and card routes for `executor` (the instant one by default), served
+    at `url` (the client tests' reference agent is this server with an executor of its own)."""
     card = AgentCard(
-        name="sdk baseline",
-        description="a2a-sdk server with an instant executor",
+        name=name,
+        description=description,
         version="0.1.0",
         supported_interfaces=[
             AgentInterface(
@@ -51,6 +59,8 @@ def sdk_routes(url: str) -> list[Any]:
         skills=[AgentSkill(id="echo", name="echo", description="echo", tags=["echo"])],
     )
     handler = DefaultRequestHandler(
-        agent_executor=InstantExecutor(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=executor or InstantExecutor(),
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
     )
     return [*create_jsonrpc_routes(handler, "/a2a/jsonrpc"), *create_agent_card_routes(card)]

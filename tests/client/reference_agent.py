@@ -16,10 +16,10 @@ import anyio
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, TaskState
+from a2a.server.tasks import TaskUpdater
+from a2a.types import TaskState
+
+from bench.sdk_agent import sdk_routes
 
 
 class ReferenceExecutor(AgentExecutor):
@@ -55,24 +55,12 @@ class ReferenceExecutor(AgentExecutor):
 
 
 def routes(url: str) -> list[Any]:
-    card = AgentCard(
+    return sdk_routes(
+        url,
+        ReferenceExecutor(),
         name="reference agent",
         description="the a2a-sdk server with a small executor",
-        version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(
-                url=f"{url}/a2a/jsonrpc", protocol_binding="JSONRPC", protocol_version="1.0"
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text"],
-        default_output_modes=["text"],
-        skills=[AgentSkill(id="echo", name="echo", description="says it back", tags=["echo"])],
     )
-    handler = DefaultRequestHandler(
-        agent_executor=ReferenceExecutor(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-    return [*create_jsonrpc_routes(handler, "/a2a/jsonrpc"), *create_agent_card_routes(card)]
 
 
 def main() -> None:
