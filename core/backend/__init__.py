@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from core.backend import upstream
+from core.backend.control import NO_OPTIONS, TurnOptions
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,13 @@ class Turn:
     # a copy); None = the configured workingDirectory. A backend runs the context's session
     # there: a process per session starts in it, one shared server is told it per session.
     cwd: Path | None = None
+    # What the message chose for this turn only (model, effort, mode), checked by the engine
+    # against the backend's declared Capabilities (core.backend.control).
+    options: TurnOptions = NO_OPTIONS
+    # The first turn of a forked context: the backend session to fork natively (session_id
+    # is None). The backend starts the turn in a fork of it (the source stays untouched) and
+    # binds the new session; only a backend declaring `fork` gets one.
+    fork_of: str | None = None
 
     @property
     def text(self) -> str:

@@ -23,7 +23,9 @@ def turn_bounded(serve: Serve) -> Agent:
 
 @pytest.fixture(scope="module")
 def idle_bounded(serve: Serve) -> Agent:
-    return serve(timeouts={"idle": 3000})
+    # Long enough for a warm agent on a loaded machine to reach the model (CI once saw
+    # OpenCode stay silent 3 s between the prompt and its model request).
+    return serve(timeouts={"idle": 6000})
 
 
 def test_a_turn_past_timeouts_turn_fails_with_the_reason_and_the_agent_lets_go(
@@ -51,7 +53,7 @@ def test_a_silent_agent_past_timeouts_idle_fails_with_the_reason_and_the_context
     task = idle_bounded.send("Wait for a model that never answers.", ctx)
 
     assert state(task) == FAILED, task
-    assert "timeouts.idle (3 s)" in status_text(task)
+    assert "timeouts.idle (6 s)" in status_text(task)
     hung = model.wait_for_request(lambda r: "never answers" in r.last_user_text)
     model.wait_until(lambda: hung.went_away or None, timeout=10)
     after = idle_bounded.send("Better now?", ctx)
