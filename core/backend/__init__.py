@@ -19,7 +19,6 @@ import anyio
 import structlog
 
 from core.backend import upstream
-from core.backend.control import NO_OPTIONS, TurnOptions
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,30 @@ class DataContent:
 
 
 Content = TextContent | FileContent | DataContent
+
+
+Mode = Literal["default", "plan", "readOnly"]
+MODES: tuple[Mode, ...] = ("default", "plan", "readOnly")
+"""`plan`: the agent plans and answers, it does not edit; `readOnly`: it may read and run
+read-only tools, it does not edit. Both really prevent edits, by the agent's own mechanism
+(a permission mode, a sandbox policy, a read-only agent profile)."""
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    """What one message chose for its turn only (None: the configured value). The engine
+    has checked each value against the backend's `Capabilities`."""
+
+    model: str | None = None
+    effort: str | None = None
+    mode: Mode | None = None
+
+    @property
+    def chosen(self) -> bool:
+        return self.model is not None or self.effort is not None or self.mode is not None
+
+
+NO_OPTIONS = TurnOptions()
 
 
 @dataclass(frozen=True)
@@ -72,7 +95,7 @@ class Turn:
     # there: a process per session starts in it, one shared server is told it per session.
     cwd: Path | None = None
     # What the message chose for this turn only (model, effort, mode), checked by the engine
-    # against the backend's declared Capabilities (core.backend.control).
+    # against the backend's declared Capabilities (core/backend/control.py).
     options: TurnOptions = NO_OPTIONS
     # The first turn of a forked context: the backend session to fork natively (session_id
     # is None). The backend starts the turn in a fork of it (the source stays untouched) and

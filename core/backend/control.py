@@ -2,27 +2,24 @@
 running turn, fork a session, take a model, an effort or a mode per message), and how the
 engine asks for it.
 
-A backend declares its `Capabilities` (from what its agent reports where it can: ACP config
-options, Codex's model list; otherwise from what the backend knows of its agent). The engine
-publishes them on the agent card, checks each message's options against them before a turn
-is admitted, and only then hands the backend a `Turn` with `options` or `fork_of` set, or
-calls `steer`. So a backend never receives what it did not declare.
+A backend declares its `Capabilities` (from what its agent reports where it can: the config
+options or model list its protocol offers; otherwise from what the backend knows of its
+agent). The engine publishes them on the agent card, checks each message's options
+against them before a turn is admitted, and only then hands the backend a `Turn` with
+`options` or `fork_of` set, or calls `steer`. So a backend never receives what it did not declare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-if TYPE_CHECKING:  # the kit's package imports this module for Turn's fields
-    from core.backend import Content, Turn
+from core.backend import NO_OPTIONS, Content, Mode, Turn, TurnOptions
 
-Mode = Literal["default", "plan", "readOnly"]
-MODES: tuple[Mode, ...] = ("default", "plan", "readOnly")
-"""`plan`: the agent plans and answers, it does not edit; `readOnly`: it may read and run
-read-only tools, it does not edit. Both really prevent edits, by the agent's own mechanism
-(a permission mode, a sandbox policy, a read-only agent profile)."""
+__all__ = ["NO_OPTIONS", "Mode", "TurnOptions"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -57,23 +54,6 @@ class Capabilities:
             "resume": self.resume,
             "imageInput": self.image_input,
         }
-
-
-@dataclass(frozen=True)
-class TurnOptions:
-    """What one message chose for its turn only (None: the configured value). The engine
-    has checked each value against the backend's `Capabilities`."""
-
-    model: str | None = None
-    effort: str | None = None
-    mode: Mode | None = None
-
-    @property
-    def chosen(self) -> bool:
-        return self.model is not None or self.effort is not None or self.mode is not None
-
-
-NO_OPTIONS = TurnOptions()
 
 
 class SteerRefusedError(RuntimeError):
@@ -118,3 +98,49 @@ def options_record(options: TurnOptions) -> Mapping[str, Any]:
         for k, v in (("model", options.model), ("effort", options.effort), ("mode", options.mode))
         if v is not None
     }
+
+
+def narrowed(
+    declared: Capabilities,
+    *,
+    models: tuple[str, ...] | None = None,
+    efforts: tuple[str, ...] | None = None,
+    modes: tuple[Mode, ...] | None = None,
+) -> Capabilities:
+    """What callers may choose: `declared` narrowed by the operator's allow-lists (None: no
+    list). A backend taking any model name (`models is None`) takes the allow-list as it is;
+    "default" stays among the modes."""
+    if models is not None:
+        models = models if declared.models is None else _kept(declared.models, models)
+    else:
+        models = declared.models
+    return replace(
+        declared,
+        models=models,
+        efforts=declared.efforts if efforts is None else _kept(declared.efforts, efforts),
+        modes=declared.modes
+        if modes is None
+        else ("default", *(m for m in _kept(declared.modes, modes) if m != "default")),
+    )
+
+
+def _kept(declared: tuple[T, ...], allowed: tuple[T, ...]) -> tuple[T, ...]:
+    return tuple(v for v in declared if v in allowed)
+
+
+def refused(options: TurnOptions, allowed: Capabilities) -> list[tuple[str, str]]:
+    """Each chosen value `allowed` does not offer, as (field, what is allowed) for the
+    caller's InvalidParams (empty: all of them are fine)."""
+    problems: list[tuple[str, str]] = []
+    models = allowed.models
+    if options.model is not None and models is not None and options.model not in models:
+        problems.append(("model", _one_of(models, "the configured model only")))
+    if options.effort is not None and options.effort not in allowed.efforts:
+        problems.append(("effort", _one_of(allowed.efforts, "no effort can be chosen")))
+    if options.mode is not None and options.mode not in allowed.modes:
+        problems.append(("mode", _one_of(allowed.modes, "default only")))
+    return problems
+
+
+def _one_of(values: tuple[str, ...], none: str) -> str:
+    return "one of " + ", ".join(repr(v) for v in values) if values else none

@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 from core import registry
 from core.backend.config import Block
 from core.settings.cluster import ClusterSettings, redacted_dsn
+from core.settings.control import TurnOptionSettings
 from core.settings.engine import (
     ApprovalSettings,
     HookSettings,
@@ -225,6 +226,7 @@ class Settings(BaseModel):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    turn_options: TurnOptionSettings = Field(default_factory=TurnOptionSettings)
     options: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Options passed to a third-party backend given as a plain factory",
