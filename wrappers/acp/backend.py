@@ -385,7 +385,7 @@ class AcpBackend(BackendBase):
             yield SessionBound(warm.session_id)
             if reason is not None:
                 yield Progress(reason)
-            self._prompt(running, prompt_blocks(turn))
+            self._prompt(running, prompt_blocks(turn, images=agent.takes_images))
             async for event in self._events(running, receive):
                 yield event
             finished = True

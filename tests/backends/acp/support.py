@@ -18,6 +18,7 @@ COPILOT_KEY = "mock-key"
 # OpenCode's configured model, and another one its provider offers (a model chosen per turn).
 OPENCODE_MODEL = "mock/mock-model"
 OPENCODE_OTHER_MODEL = "mock/mock-model-b"
+IMAGES = {"input": ["text", "image"], "output": ["text"]}
 # Where a worktree that shares another checkout's .tools installs an extra pinned CLI.
 _EXTRA = REPO / ".tools-extra" / "node_modules"
 
@@ -51,8 +52,9 @@ def opencode_block(url: str, root: Path, work: Path, home: Path) -> dict[str, An
     # Bash asks, so the daemon's policy (approveKinds) or the caller decides it.
     config = {**provider_config(url), "model": OPENCODE_MODEL, "permission": {"bash": "ask"}}
     provider = config["provider"]["mock"]
-    models = provider["models"]
-    provider["models"] = {**models, "mock-model-b": {**models["mock-model"], "name": "Mock B"}}
+    # Images too: OpenCode drops an image for a model whose config does not take them.
+    model = {**provider["models"]["mock-model"], "modalities": IMAGES, "attachment": True}
+    provider["models"] = {"mock-model": model, "mock-model-b": {**model, "name": "Mock B"}}
     return {
         "workingDirectory": str(work),
         "cliPath": str(binary(OPENCODE)),

@@ -5,6 +5,8 @@ and a native fork (OpenCode, the one that advertises `session/fork`)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,7 +21,9 @@ import pytest
 from core.backend import (
     NO_OPTIONS,
     BackendEvent,
+    Content,
     Failed,
+    FileContent,
     Mode,
     SessionBound,
     TextContent,
@@ -89,6 +93,7 @@ class Served:
         *,
         options: TurnOptions = NO_OPTIONS,
         fork_of: str | None = None,
+        parts: tuple[Content, ...] = (),
     ) -> tuple[str, list[BackendEvent]]:
         turn = Turn(
             principal="p",
@@ -96,7 +101,7 @@ class Served:
             task_id=str(uuid.uuid4()),
             message_id=str(uuid.uuid4()),
             session_id=session_id,
-            parts=(TextContent(text),),
+            parts=(TextContent(text), *parts),
             options=options,
             fork_of=fork_of,
         )
@@ -265,3 +270,23 @@ async def test_a_fork_carries_the_source_history_and_the_source_does_not_see_the
 
         await daemon.turn("the fork goes on with LIME", fork)
         assert "KIWI" not in saying(daemon.model, "LIME").dump()
+
+
+# ----- image input ---------------------------------------------------------------------------
+
+# A 1x1 PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+
+
+@pytest.mark.parametrize("agent", AGENTS, ids=str)
+async def test_an_inline_image_reaches_the_model(
+    agent: Agent, models: dict[MockKind, MockModel], tmp_path: Path
+) -> None:
+    async with served(agent, models, tmp_path) as daemon:
+        assert daemon.backend.capabilities().image_input
+        image = FileContent(data=PIXEL, name="pixel.png", media_type="image/png")
+        await daemon.turn("describe the picture PEACH", parts=(image,))
+        seen = saying(daemon.model, "PEACH")
+        assert base64.b64encode(PIXEL).decode() in json.dumps(getattr(seen, "body", {}))
