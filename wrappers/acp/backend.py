@@ -48,7 +48,7 @@ from core.backend.pool import WarmPool
 from wrappers.acp.agent import AgentProcess, start_agent
 from wrappers.acp.client import ActiveTurn, DaemonClient
 from wrappers.acp.config import AcpConfig
-from wrappers.acp.control import Choices, Control, Key, Offer
+from wrappers.acp.control import Choices, Control, Offer, learn
 from wrappers.acp.diagnose import auth_methods
 from wrappers.acp.events import TurnUpdates
 from wrappers.acp.presets import Preset
@@ -278,26 +278,9 @@ class AcpBackend(BackendBase):
         mcp = mcp_servers(self._config.mcp_servers, agent)
         session_id, offer = await open_session(agent, "session/new", cwd=cwd, mcp=mcp)
         if self._control is None:
-            self._control = self._learn(agent, offer)
+            self._control = learn(offer, agent, self._config, self._preset)
+            log.info("acp.capabilities", agent=agent.version, **self.capabilities().record())
         return session_id, offer
-
-    def _learn(self, agent: AgentProcess, offer: Offer) -> Control:
-        preset, config = self._preset, self._config
-        configured: dict[Key, str] = {}
-        if config.session_mode:
-            configured["mode"] = config.session_mode
-        if config.model and (preset is None or preset.model_variable is None):
-            configured["model"] = config.model
-        control = Control(
-            offer=offer,
-            edit_free=preset.edit_free_modes if preset else (),
-            configured=configured,
-            fork=agent.can_fork,
-            resume=agent.can_load,
-            image=agent.takes_images,
-        )
-        log.info("acp.capabilities", agent=agent.version, **control.capabilities().record())
-        return control
 
     async def _prepare_spare(self, agent: AgentProcess) -> None:
         try:
@@ -359,7 +342,6 @@ class AcpBackend(BackendBase):
         try:
             agent = await self._ensure_agent()
             warm, reason = await self._open(agent, turn)
-            await self._choose(warm, turn.options)
             if turn.cwd is not None:
                 agent.client.roots[warm.session_id] = turn.cwd.resolve()
         except BackendUnavailableError as exc:
@@ -370,6 +352,17 @@ class AcpBackend(BackendBase):
                 "unavailable",
                 "The agent did not open a session.",
                 event="acp.session_failed",
+                exc=exc,
+            )
+            return
+        try:
+            await self._choose(warm, turn.options)
+        except (RequestError, TimeoutError, ConnectionError) as exc:
+            self._pool.release(warm.session_id)
+            yield safe_failure(
+                "error",
+                "The agent did not take this turn's model, effort or mode.",
+                event="acp.options_failed",
                 exc=exc,
             )
             return

@@ -18,6 +18,9 @@ from typing import Any, Literal
 
 from core.backend import Mode, TurnOptions
 from core.backend.control import Capabilities
+from wrappers.acp.agent import AgentProcess
+from wrappers.acp.config import AcpConfig
+from wrappers.acp.presets import Preset
 
 Key = Literal["mode", "model", "effort"]
 KEYS: tuple[Key, ...] = ("mode", "model", "effort")
@@ -149,6 +152,23 @@ class Control:
             if value is not None and key in self.offer.choices:
                 wanted[key] = value
         return wanted
+
+
+def learn(offer: Offer, agent: AgentProcess, config: AcpConfig, preset: Preset | None) -> Control:
+    """What `agent` lets a turn choose, from its `initialize` and its first session's `offer`."""
+    configured: dict[Key, str] = {}
+    if config.session_mode:
+        configured["mode"] = config.session_mode
+    if config.model and (preset is None or preset.model_variable is None):
+        configured["model"] = config.model  # a preset's model variable set it already
+    return Control(
+        offer=offer,
+        edit_free=preset.edit_free_modes if preset else (),
+        configured=configured,
+        fork=agent.can_fork,
+        resume=agent.can_load,
+        image=agent.takes_images,
+    )
 
 
 @dataclass
