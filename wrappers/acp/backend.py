@@ -310,7 +310,9 @@ class AcpBackend(BackendBase):
             return
         wanted = control.wanted(options)
         with anyio.fail_after(REQUEST_TIMEOUT):
-            await warm.choices.bring_to(warm.session_id, wanted, warm.agent.request)
+            await warm.choices.bring_to(
+                warm.session_id, wanted, warm.agent.request, control.chosen(options)
+            )
 
     def capabilities(self) -> Capabilities:
         """Before the agent's first session (the daemon's start opens one): what any ACP

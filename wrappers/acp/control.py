@@ -12,15 +12,20 @@ agent runs now; before each prompt the backend brings every choice to what the t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import structlog
+from acp import RequestError
 
 from core.backend import Mode, TurnOptions
 from core.backend.control import Capabilities
 from wrappers.acp.agent import AgentProcess
 from wrappers.acp.config import AcpConfig
 from wrappers.acp.presets import Preset
+
+log = structlog.get_logger(__name__)
 
 Key = Literal["mode", "model", "effort"]
 KEYS: tuple[Key, ...] = ("mode", "model", "effort")
@@ -138,6 +143,16 @@ class Control:
     def base(self, key: Key) -> str | None:
         return self.configured.get(key) or self.offer.current.get(key)
 
+    @staticmethod
+    def chosen(options: TurnOptions) -> tuple[Key, ...]:
+        """The keys a turn with `options` chose itself."""
+        values = {
+            "mode": options.mode not in (None, "default"),
+            "model": options.model,
+            "effort": options.effort,
+        }
+        return tuple(k for k in KEYS if values[k])
+
     def wanted(self, options: TurnOptions) -> dict[Key, str]:
         """What each key should be for a turn with `options` (the configured value where
         the turn chose none)."""
@@ -184,14 +199,29 @@ class Choices:
         for an agent whose load or fork response lists none)."""
         return cls(dict(offer.choices or fallback.choices), dict(offer.current))
 
-    async def bring_to(self, session_id: str, wanted: Mapping[Key, str], request: Request) -> None:
+    async def bring_to(
+        self,
+        session_id: str,
+        wanted: Mapping[Key, str],
+        request: Request,
+        chosen: Collection[Key] = (),
+    ) -> None:
         """Set each key whose value differs from `wanted` (mode first: an agent may change
-        its other options with its mode). Raises what `request` raises."""
+        its other options with its mode). A key the turn `chosen` raises what `request`
+        raises; setting a configured value back that the agent refuses is logged and the
+        turn goes on (the value stays unknown, so the next turn tries again)."""
         for key in KEYS:
             value, choice = wanted.get(key), self.choices.get(key)
             if value is None or choice is None or self.current.get(key) == value:
                 continue
-            result = await request(choice.method, choice.params(session_id, value))
+            try:
+                result = await request(choice.method, choice.params(session_id, value))
+            except RequestError as exc:
+                if key in chosen:
+                    raise
+                log.warning("acp.set_back_failed", key=key, value=value, error=str(exc))
+                self.current.pop(key, None)
+                continue
             self.current[key] = value
             after = offer_of(result).current
             self.current.update({k: v for k, v in after.items() if k != key})
