@@ -226,7 +226,8 @@ async def test_a_streamed_steer_streams_the_task_from_then_on(make: Make) -> Non
         if line.startswith("data: ")
     ]
     updates = [e["statusUpdate"] for e in events if "statusUpdate" in e]
-    assert updates[0]["status"]["message"]["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    steered = events[0]["task"]["status"]["message"]
+    assert steered["metadata"]["a2aWrapper"]["steered"] == "steer-s", "it starts with the Task"
     assert [u["status"]["state"] for u in updates].count(COMPLETED) == 1
     assert updates[-1]["status"]["state"] == COMPLETED
 
