@@ -119,7 +119,7 @@ class Scheduler:
                 run = self._live.get(principal, task_id)
                 try:
                     if run is not None:
-                        await run.requeue(lane.place(task_id))
+                        await run.requeue(lane.queue_of(task_id))
                 except Exception:
                     log.warning("task.queue_not_stored", task_id=task_id, exc_info=True)
 

@@ -46,6 +46,7 @@ from core.wire.ids import new_id
 from core.wire.models import (
     Artifact,
     Message,
+    Metadata,
     Part,
     StreamResponse,
     Task,
@@ -267,23 +268,18 @@ class TaskRun:
         return replace(self._turn, session_id=self._section.session_id or self._turn.session_id)
 
     async def steered(self, user: Message, note: str) -> None:
-        """RUNNING: `user`'s message went into the running turn; it joins the history and a
-        WORKING update says so (`note`, its message's `a2aWrapper.steered` naming it)."""
+        """RUNNING: `user`'s message went into the running turn: it joins the stored history,
+        and a WORKING update says so (`note`; its message's `a2aWrapper.steered` names it)."""
         if self._state is not RunState.RUNNING:
             raise IllegalTransitionError(f"steered in state {self._state.value}")
-        task = self._task
-        self._task = task.model_copy(update={"history": [*(task.history or []), user]})
-        said = agent_message(task, [Part(text=note)])
-        steered = {WRAPPER_METADATA_KEY: {"steered": user.message_id}}
-        await self.set_status(TaskState.WORKING, said.model_copy(update={"metadata": steered}))
+        self._task = self._task.model_copy(update={"history": [*(self._task.history or []), user]})
+        await self._persist(final=False)
+        await self.progress(note, steered={WRAPPER_METADATA_KEY: {"steered": user.message_id}})
 
-    async def requeue(self, place: tuple[int, list[str]] | None) -> None:
-        """QUEUED: the task moved in its context's queue (`place`: position and the tasks
-        ahead; None: it is next): stored, then a status update with the new section."""
-        if self._state is not RunState.QUEUED or self._task.status.state.terminal:
-            return
-        queue = None if place is None else {"position": place[0], "ahead": list(place[1])}
-        if queue == self._section.queue:
+    async def requeue(self, queue: Mapping[str, JsonValue] | None) -> None:
+        """QUEUED: the task moved in its context's queue (`queue`: its new section; None: it
+        is next): stored, then a status update with the new section."""
+        if self._state is not RunState.QUEUED or queue == self._section.queue:
             return
         self._set_section(queue=queue)
         await self._persist(final=False)
@@ -454,11 +450,15 @@ class TaskRun:
         if status.state.terminal:
             self._broker.close()
 
-    async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
-        """A WORKING update with a note (a tool step's facts as a data part); never stored."""
+    async def progress(
+        self, text: str, data: dict[str, Any] | None = None, steered: Metadata | None = None
+    ) -> None:
+        """A WORKING update with a note (a tool step's facts as a data part; `steered`: the
+        message's metadata); never stored."""
         self.announce()
         facts = [Part(data=data, media_type="application/json")] if data else []
         message = agent_message(self._task, [Part(text=text), *facts])
+        message = message.model_copy(update={"metadata": steered}) if steered else message
         status = TaskStatus(state=TaskState.WORKING, message=message, timestamp=utcnow())
         event = await self._outgoing(self._status_event(status))
         if event is not None:
