@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import Turn
+from core.bindings.http.keys import OPERATIONS
 from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
@@ -414,3 +415,15 @@ async def test_a_streamed_send_takes_the_same_options_fork_and_errors(make: Make
     assert _section(done)["options"] == {"model": "m-small", "mode": "readOnly"}
     assert _section(done)["forkedFrom"] == {"contextId": source}
     assert isinstance(refused, dict) and refused["code"] == -32602, refused
+
+
+async def test_operations_say_what_callers_may_use_in_one_place(make: Make) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    operations = alice.client.app[OPERATIONS]
+
+    allowed = operations.capabilities()
+
+    assert (allowed.steer, allowed.fork) == (True, True)
+    assert allowed.models == ("m-small", "m-large"), "turnOptions.allow narrows any model"
+    assert allowed.efforts == ("low", "medium", "high")
+    assert allowed.modes == ("default", "plan", "readOnly")
