@@ -55,6 +55,9 @@ def opencode_block(url: str, root: Path, work: Path, home: Path) -> dict[str, An
     # Images too: OpenCode drops an image for a model whose config does not take them.
     model = {**provider["models"]["mock-model"], "modalities": IMAGES, "attachment": True}
     provider["models"] = {"mock-model": model, "mock-model-b": {**model, "name": "Mock B"}}
+    # No title request: it quotes the user's text on the small model while the turn's first
+    # request is on its way, so "the request that carries this text" would be either.
+    config["agent"] = {"title": {"disable": True}}
     return {
         "workingDirectory": str(work),
         "cliPath": str(binary(OPENCODE)),
