@@ -454,3 +454,29 @@ async def test_a_turn_paused_on_a_question_is_not_steered_but_can_be_queued_behi
     assert queued["id"] != paused["id"] and queued["contextId"] == paused["contextId"]
     assert _section(queued)["queue"] == {"position": 1, "ahead": [paused["id"]]}
     assert _text(await _until(alice, queued["id"], COMPLETED)) == "after"
+
+
+async def test_a_streamed_send_behind_a_running_turn_streams_its_place_then_its_turn(
+    make: Make,
+) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    first = _task(await alice.send("sleep: 1", now=True))
+    await _until(alice, first["id"], WORKING)
+    message = {
+        "messageId": "q-1",
+        "role": "ROLE_USER",
+        "parts": [{"text": "queued"}],
+        "contextId": first["contextId"],
+    }
+
+    events = await _stream(alice, {"message": message})
+
+    assert isinstance(events, list)
+    assert _section(events[0]["task"])["queue"] == {"position": 1, "ahead": [first["id"]]}
+    moves = [
+        e["statusUpdate"]["metadata"]["a2aWrapper"]["queue"]
+        for e in events
+        if "statusUpdate" in e and (e["statusUpdate"].get("metadata") or {}).get("a2aWrapper")
+    ]
+    assert moves == [None], "it said once that it is next"
+    assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
