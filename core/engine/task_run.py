@@ -30,8 +30,13 @@ from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
-from core.engine.turn.content import joined_text
-from core.engine.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
+from core.engine.turn.content import agent_message, with_artifact
+from core.engine.wrapper_section import (
+    TURN_OUTCOME,
+    WRAPPER_METADATA_KEY,
+    WrapperSection,
+    usage_record,
+)
 from core.storage.latch import Latch
 from core.storage.queued import Queued
 from core.storage.tasks import TaskStore
@@ -41,6 +46,7 @@ from core.wire.ids import new_id
 from core.wire.models import (
     Artifact,
     Message,
+    Metadata,
     Part,
     StreamResponse,
     Task,
@@ -55,16 +61,6 @@ Notify = Callable[["TaskRun", StreamResponse], None]
 # The turn's session bookkeeping, queued beside the turn's final write when called (so it
 # shares its transaction on a shared SQLite file; core/storage/queued.py), then awaited.
 TurnEnd = Callable[[], Queued[None]]
-
-
-def agent_message(task: Task, parts: list[Part]) -> Message:
-    return Message(
-        message_id=new_id(),
-        context_id=task.context_id,
-        task_id=task.id,
-        role=Role.AGENT,
-        parts=parts,
-    )
 
 
 class TaskRun:
@@ -256,8 +252,31 @@ class TaskRun:
             resume_command=resume_command,
             new_session=new_session,
             expired_session=expired_session,
+            queue=None,
             **TURN_OUTCOME,
         )
+
+    def prepared(self, turn: Turn) -> None:
+        """The turn as the backend runs it (in its context's workspace)."""
+        self._turn = turn
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn in flight, as the backend runs it (None: none)."""
+        return self._turn
+
+    async def noted(self, event: StreamResponse | None = None, **changes: Any) -> None:
+        """The task changed outside a status move: `user` (a steered message) joins the history,
+        other `changes` go to the `a2aWrapper` section (record_sections); stored, then `event`."""
+        user = changes.pop("user", None)
+        if user is not None:
+            self._task = self._task.model_copy(
+                update={"history": [*(self._task.history or []), user]}
+            )
+        self.record_sections(changes)
+        await self._persist(final=False)
+        if event is not None and self._announced:
+            self._publish(event)
 
     def applying(self, event: BackendEvent | None) -> None:
         """The backend event being applied (for the afterEvent hook)."""
@@ -299,6 +318,7 @@ class TaskRun:
         if self._stop_reason is None:
             self._stop_reason = reason
         if was is RunState.QUEUED and not self._task.status.state.terminal:
+            self._set_section(queue=None)
             if reason is None:
                 await self.set_status(TaskState.CANCELED)
             else:
@@ -344,20 +364,12 @@ class TaskRun:
         self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
-        self._set_section(
-            usage={
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadTokens": usage.cache_read_tokens,
-                "cacheCreationTokens": usage.cache_creation_tokens,
-                "costUsd": usage.cost_usd,
-                "model": usage.model,
-            }
-        )
+        self._set_section(usage=usage_record(usage))
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
-        """`workspace` (turn hooks) and TURN_OUTCOME's keys (the turn runner)."""
-        known = {*TURN_OUTCOME, "workspace"}
+        """`workspace` (turn hooks), TURN_OUTCOME's keys (the turn runner), and what the
+        turn's admission says: `options`, `forked_from`, `queue`."""
+        known = {*TURN_OUTCOME, "workspace", "options", "forked_from", "queue"}
         self._set_section(**{k: v for k, v in sections.items() if k in known})
 
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
@@ -394,6 +406,18 @@ class TaskRun:
             if ended is not None:
                 await ended
 
+    def _status_event(self, status: TaskStatus, metadata: Metadata | None = None) -> StreamResponse:
+        task = self._task
+        return StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=status, metadata=metadata
+            )
+        )
+
+    def status_event(self, metadata: Metadata) -> StreamResponse:
+        """An update of the task's current status carrying `metadata` (no move)."""
+        return self._status_event(self._task.status, metadata)
+
     async def set_status(self, state: TaskState, message: Message | None = None) -> None:
         """Move the task to `state`: hooks first, then stored, then published."""
         self.announce()
@@ -401,14 +425,7 @@ class TaskRun:
         final = state.terminal or state.interrupted
         if self._turn is not None and final:
             status = await self._hooks.final_status(self._turn, status)
-        task = self._task
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
+        event = await self._outgoing(self._status_event(status))
         if event is None or event.status_update is None:
             return
         status = event.status_update.status
@@ -429,24 +446,17 @@ class TaskRun:
         if status.state.terminal:
             self._broker.close()
 
-    async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
-        """A WORKING update with a note (a tool step's facts as a data part); never stored."""
+    async def progress(
+        self, text: str, data: dict[str, Any] | None = None, metadata: Metadata | None = None
+    ) -> None:
+        """A WORKING update with a note (a tool step's facts as a data part; `metadata`: the
+        message's); never stored."""
         self.announce()
-        task = self._task
         facts = [Part(data=data, media_type="application/json")] if data else []
-        parts = [Part(text=text), *facts]
-        status = TaskStatus(
-            state=TaskState.WORKING,
-            message=agent_message(task, parts),
-            timestamp=utcnow(),
-        )
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
+        message = agent_message(self._task, [Part(text=text), *facts])
+        message = message.model_copy(update={"metadata": metadata}) if metadata else message
+        status = TaskStatus(state=TaskState.WORKING, message=message, timestamp=utcnow())
+        event = await self._outgoing(self._status_event(status))
         if event is not None:
             self._publish(event)
 
@@ -466,21 +476,7 @@ class TaskRun:
         )
         if event is None or event.artifact_update is None:
             return
-        update = event.artifact_update
-        artifacts = list(self._task.artifacts or [])
-        existing = next(
-            (i for i, a in enumerate(artifacts) if a.artifact_id == update.artifact.artifact_id),
-            None,
-        )
-        if update.append and existing is not None:
-            # The stream carries each chunk; the stored task holds the text whole at the end.
-            parts = [*artifacts[existing].parts, *update.artifact.parts]
-            parts = joined_text(parts) if update.last_chunk else parts
-            artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
-        elif existing is not None:
-            artifacts[existing] = update.artifact
-        else:
-            artifacts.append(update.artifact)
+        artifacts = with_artifact(self._task.artifacts or [], event.artifact_update)
         self._task = self._task.model_copy(update={"artifacts": artifacts})
         self._publish(event)
 
