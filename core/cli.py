@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ import structlog
 
 from core import DISTRIBUTION, installed_version, logs, registry
 from core.agents import npm as npm_agents
+from core.api import conversation_control
 from core.api.card import CardProvider
-from core.backend import Diagnosis
+from core.backend import Backend, Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
 from core.client import commands as client_commands
 from core.daemon import build_hooks, check_storage, serve
@@ -125,8 +127,13 @@ def _check(path: Path, *, quiet: bool = False) -> int:
     for warning in sandbox_warnings:
         print(f"  warn sandbox: {warning}")
     if not quiet:
+        record = conversation_control.allowed(settings, backend).record()
+        print("conversation control (what callers may use; the card's extension):")
+        for line in conversation_control.summary(record):
+            print(f"  {line}")
         print("agent card:")
-        print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
+        strict = not settings.agent_card.v03_fields
+        print(json.dumps(_card(settings, strict=strict, backend=backend), indent=2))
     return 0 if all(item.ok for item in results) else 1
 
 
@@ -191,18 +198,22 @@ def _workspaces(path: Path) -> int:
     return 0
 
 
-def _card(settings: Settings, *, strict: bool) -> dict[str, Any]:
-    provider = CardProvider(settings)
+def _card(settings: Settings, *, strict: bool, backend: Backend | None = None) -> dict[str, Any]:
+    """The card a daemon of `settings` would serve (with what `backend`, not started, says
+    it can do)."""
+    agent = backend or registry.create_backend(settings.backend, settings.backend_config())
+    provider = CardProvider(settings, partial(conversation_control.allowed, settings, agent))
     return provider.document_for(provider.configured_base_url(), strict=strict)
 
 
 def _print_card(path: Path, *, strict: bool) -> int:
     try:
         settings = load(path)
-    except ConfigError as exc:
+        card = _card(settings, strict=strict)
+    except (ConfigError, registry.UnknownBackendError) as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    print(json.dumps(_card(settings, strict=strict), indent=2))
+    print(json.dumps(card, indent=2))
     return 0
 
 
@@ -212,7 +223,7 @@ def _verify_card(path: Path, card_file: Path | None, *, strict: bool) -> int:
     try:
         settings = load(path)
         card = json.loads(card_file.read_text()) if card_file else _card(settings, strict=strict)
-    except (ConfigError, OSError, ValueError) as exc:
+    except (ConfigError, registry.UnknownBackendError, OSError, ValueError) as exc:
         print(f"a2a-wrapper: {card_file or path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     config = settings.agent_card.signing

@@ -26,6 +26,7 @@ from anyio.abc import TaskStatus
 from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
+from core.api import conversation_control
 from core.api.card import CardProvider
 from core.api.host import Binding
 from core.api.operations import Operations
@@ -93,12 +94,12 @@ class Daemon:
         tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.settings = settings
-        self.card = CardProvider(settings)
         agent = backend or sandboxed(
             settings,
             registry.create_backend(settings.backend, settings.backend_config()),
             partial(registry.create_backend, settings.backend),
         )
+        self.card = CardProvider(settings, partial(conversation_control.allowed, settings, agent))
         self.observers = build_observers(settings, agent, tracer_provider)
         self.storage = storage_for(settings)
         self.budgets = Budgets(budget_config(settings.budget), self.storage.usage)
