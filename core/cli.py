@@ -22,6 +22,7 @@ from core.api.card import CardProvider
 from core.backend import Backend, Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
 from core.client import commands as client_commands
+from core.client import control
 from core.daemon import build_hooks, check_storage, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
@@ -129,8 +130,8 @@ def _check(path: Path, *, quiet: bool = False) -> int:
     if not quiet:
         record = conversation_control.allowed(settings, backend).record()
         print("conversation control (what callers may use; the card's extension):")
-        for line in conversation_control.summary(record):
-            print(f"  {line}")
+        for what, value in control.summary(record):
+            print(f"  {what}: {value}")
         print("agent card:")
         strict = not settings.agent_card.v03_fields
         print(json.dumps(_card(settings, strict=strict, backend=backend), indent=2))
