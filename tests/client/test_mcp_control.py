@@ -16,7 +16,7 @@ from tests.client.test_mcp_http import over_http
 from tests.support.declaring import DeclaringBackend
 from tests.support.scripted import ScriptedBackend
 
-TOKEN = "alice-token-long-enough-1234"
+TOKEN = "alice-token-long-enough-1234"  # noqa: S105 - a test token
 RECORD = {
     "steer": True,
     "fork": True,
