@@ -43,9 +43,9 @@ async def test_the_stdio_server_reads_each_remote_cards_record(
     serve: Serve, reference: str
 ) -> None:
     ours = await serve(turnOptions={"allow": {"efforts": ["high"]}})
-    agents = ("--agent", f"coder={ours}", "--agent", f"other={reference}")
+    names = ("--agent", f"coder={ours}", "--agent", f"other={reference}")
     # The test's environment: its PYTHONPATH names the checkout under test.
-    async with connected(*agents, env=dict(os.environ)) as client:
+    async with connected(*names, env=dict(os.environ)) as client:
         result, _ = await call(client, "list_agents")
 
     agents = _agents(result)
