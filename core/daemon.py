@@ -26,7 +26,6 @@ from anyio.abc import TaskStatus
 from opentelemetry.sdk.trace import TracerProvider
 
 from core import registry
-from core.api import conversation_control
 from core.api.card import CardProvider
 from core.api.host import Binding
 from core.api.operations import Operations
@@ -99,7 +98,6 @@ class Daemon:
             registry.create_backend(settings.backend, settings.backend_config()),
             partial(registry.create_backend, settings.backend),
         )
-        self.card = CardProvider(settings, partial(conversation_control.allowed, settings, agent))
         self.observers = build_observers(settings, agent, tracer_provider)
         self.storage = storage_for(settings)
         self.budgets = Budgets(budget_config(settings.budget), self.storage.usage)
@@ -162,6 +160,8 @@ class Daemon:
             budgets=self.budgets,
             workspaces=WorkspaceQueries(workspaces, session_store),
         )
+        # The card says what callers may use of the backend as it is when the card is served.
+        self.card = CardProvider(settings, self.ops.capabilities)
         self._stopping: anyio.Event | None = None
         self._stop_asked = False
 

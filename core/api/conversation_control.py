@@ -1,10 +1,11 @@
 """The card's conversation-control extension: what callers may choose per message and which
 control operations the agent offers (docs/extensions/conversation-control.md).
 
-The record is computed in one place (`allowed`: the backend's declaration narrowed by the
-`turnOptions` allow-lists), published as the params of one extension in the card's
-`capabilities.extensions`, and read back from any card (ours, or a remote agent's) by
-core/client/control.py, so `check`, the console and the MCP faces show what a card says.
+The record is what `Operations.capabilities()` says (the backend's declaration narrowed by
+the `turnOptions` allow-lists, by the engine's rule), published as the params of one
+extension in the card's `capabilities.extensions`, and read back from any card (ours, or a
+remote agent's) by core/client/control.py, so `check`, the console and the MCP faces show
+what a card says.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from core.backend.control import Capabilities, capabilities_of
 from core.client.control import URI
 from core.settings import Settings
+from core.settings.sections import engine_config
 
 __all__ = ["URI", "allowed", "extension", "schema"]
 
@@ -28,9 +30,10 @@ DESCRIPTION = (
 
 
 def allowed(settings: Settings, backend: object) -> Capabilities:
-    """What callers of this daemon may use: what `backend` declares now, narrowed by the
-    operator's `turnOptions.allow` lists."""
-    return settings.turn_options.allowed(capabilities_of(backend))
+    """What callers may use of `backend` (not started), for the commands that run no daemon
+    (`check`, `card`): the engine's rule (`engine_config(settings).turn_options`, what
+    `Operations.capabilities` applies on a running daemon) on what it declares."""
+    return engine_config(settings).turn_options.allowed(capabilities_of(backend))
 
 
 def extension(capabilities: Capabilities) -> dict[str, Any]:

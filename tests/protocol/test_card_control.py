@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from core import registry
 from core.api import conversation_control
-from core.backend.control import Capabilities
+from core.backend.control import Capabilities, capabilities_of
 from tests.conftest import MakeClient, make_settings
 from tests.protocol.test_card_signing import _pem, _public_pem, _sdk_verify
 from tests.support.declaring import DeclaringBackend
@@ -63,7 +63,8 @@ async def test_the_served_card_declares_the_extension_with_valid_params(
     assert entry["required"] is False
     assert entry["description"]
     _valid(entry["params"])
-    if backend != "declaring":
+    assert entry["params"] == capabilities_of(agent).record()
+    if backend == "nothing-declared":
         assert entry["params"] == Capabilities().record()
     assert ("protocolVersion" in card) is (headers != V1)
 
