@@ -2,7 +2,8 @@
 the same principal gets a worktree or copy branched from the source workspace's state now,
 its uncommitted edits and untracked files included (uncommitted in the fork too), the
 source untouched; a hostile `.git` in the source runs nothing; another principal's
-workspace is never read. Real git; the turn's metadata is set as the engine sets it."""
+workspace is never read. Real git; the turn's metadata is set as the engine sets it, and
+once end to end through the daemon with the echo agent."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from typing import Any
 
 import pytest
 
+from core import registry
 from core.backend import TextContent, Turn
 from core.engine.turn.plugins import StopTurnError
 from core.storage.sessions import InMemorySessionStore
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.plugin import WorkspaceHooks
+from tests.conftest import MakeClient, make_settings
 from tests.support.git_repo import git, make_repository
 from tests.support.hostile_git import own_git_dir
 from tests.test_workspace_escape import configs
+from tests.test_workspaces import COMPLETED, changes, send, workspace_of
 
 MODES = ["worktree", "copy"]
 
@@ -168,3 +172,35 @@ async def test_a_fork_of_a_context_without_a_workspace_fails_saying_why(
 
     with pytest.raises(StopTurnError, match="nothing to branch from"):
         await plugin.prepare(turn("forked", fork_from="never-ran"))
+
+
+async def test_a_fork_through_the_daemon_works_on_the_sources_uncommitted_state(
+    tmp_path: Path, repo: Path, make_client: MakeClient
+) -> None:
+    settings = make_settings(
+        backend="echo",
+        echo={"workingDirectory": str(repo), "chunkDelay": 0},
+        storage={"kind": "sqlite", "path": str(tmp_path / "state" / "tasks.sqlite3")},
+        workspace={"mode": "worktree"},
+    )
+    echo = registry.create_backend("echo", settings.backend_config())
+    client = await make_client(settings, backend_=echo)
+    first = await send(client, "src", "write: notes.txt\nthe source's edit")
+    source = Path(workspace_of(first)["path"])
+    (source / "draft.txt").write_text("untracked in the source\n")  # the agent's, uncommitted
+    before = (files(source), status(source, "worktree"))
+
+    fork = {"a2aWrapper": {"forkFrom": "src"}}
+    forked = await send(client, "fork", "write: fork.txt\nonly in the fork", metadata=fork)
+    where = Path(workspace_of(forked)["path"])
+
+    assert forked["status"]["state"] == COMPLETED, forked
+    assert forked["metadata"]["a2aWrapper"]["forkedFrom"] == {"contextId": "src"}
+    assert where != source
+    assert (where / "notes.txt").read_text() == "the source's edit\n"
+    assert (where / "draft.txt").read_text() == "untracked in the source\n"
+    assert (where / "fork.txt").read_text() == "only in the fork\n"
+    assert workspace_of(forked)["base"] == workspace_of(first)["base"]
+    data, patch = changes(forked)  # the fork's turn: its own edit only
+    assert [f["path"] for f in data["files"]] == ["fork.txt"] and "+only in the fork" in patch
+    assert (files(source), status(source, "worktree")) == before
