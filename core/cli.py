@@ -67,7 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--quiet", action="store_true", help="print only what failed or warns (the exit code says)"
     )
-    card = commands.add_parser("card", help="print the agent card a config would serve")
+    card = commands.add_parser(
+        "card",
+        help="print the agent card a config would serve (without the conversation-control "
+        "extension, which needs the backend: `check` shows it)",
+    )
     card.add_argument("config", type=Path)
     card.add_argument(
         "--strict", action="store_true", help="the strict v1.0 card (as sent to A2A-Version 1.x)"
@@ -200,21 +204,23 @@ def _workspaces(path: Path) -> int:
 
 
 def _card(settings: Settings, *, strict: bool, backend: Backend | None = None) -> dict[str, Any]:
-    """The card a daemon of `settings` would serve (with what `backend`, not started, says
-    it can do)."""
-    agent = backend or registry.create_backend(settings.backend, settings.backend_config())
-    provider = CardProvider(settings, partial(conversation_control.allowed, settings, agent))
+    """The card a daemon of `settings` would serve, with what `backend` (not started) says it
+    can do; without a backend (`card`, which imports no agent SDK) the conversation-control
+    extension is left out."""
+    capabilities = (
+        None if backend is None else partial(conversation_control.allowed, settings, backend)
+    )
+    provider = CardProvider(settings, capabilities)
     return provider.document_for(provider.configured_base_url(), strict=strict)
 
 
 def _print_card(path: Path, *, strict: bool) -> int:
     try:
         settings = load(path)
-        card = _card(settings, strict=strict)
-    except (ConfigError, registry.UnknownBackendError) as exc:
+    except ConfigError as exc:
         print(f"a2a-wrapper: {path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    print(json.dumps(card, indent=2))
+    print(json.dumps(_card(settings, strict=strict), indent=2))
     return 0
 
 
@@ -224,7 +230,7 @@ def _verify_card(path: Path, card_file: Path | None, *, strict: bool) -> int:
     try:
         settings = load(path)
         card = json.loads(card_file.read_text()) if card_file else _card(settings, strict=strict)
-    except (ConfigError, registry.UnknownBackendError, OSError, ValueError) as exc:
+    except (ConfigError, OSError, ValueError) as exc:
         print(f"a2a-wrapper: {card_file or path}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     config = settings.agent_card.signing

@@ -102,6 +102,9 @@ def test_check_prints_the_conversation_control_record(
     card = json.loads(out[out.index("agent card:") + len("agent card:") :])
     [extension] = card["capabilities"]["extensions"]
     assert extension["params"]["efforts"] == ["high"]
+    # `card` builds no backend (no agent SDK imported): the card without the extension.
+    assert main(["card", write(tmp_path, {"backend": declaring})]) == 0
+    assert "extensions" not in json.loads(capsys.readouterr().out)["capabilities"]
     block = plain[plain.index("conversation control") : plain.index("agent card:")].splitlines()
     assert block[1:] == [
         "  steer: no",

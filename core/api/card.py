@@ -86,9 +86,10 @@ def grpc_interfaces(base_url: str, port: int) -> list[Interface]:
 class CardProvider:
     """`capabilities` says what callers may use of the backend now (read at each rendering:
     a started agent may report more than its backend knew before, e.g. its models); the card
-    publishes it as the conversation-control extension."""
+    publishes it as the conversation-control extension. None (`a2a-wrapper card`, which
+    builds no backend): the card without it."""
 
-    def __init__(self, settings: Settings, capabilities: Callable[[], Capabilities]) -> None:
+    def __init__(self, settings: Settings, capabilities: Callable[[], Capabilities] | None) -> None:
         self.settings = settings
         self._capabilities = capabilities
         # Known once the servers are bound (port 0 means "a free one"): serve() and the gRPC
@@ -137,10 +138,14 @@ class CardProvider:
     ) -> dict[str, Any]:
         """The card as served at `base_url` (also what `a2a-wrapper card` shows), signed when
         `agentCard.signing` is set."""
-        control = conversation_control.extension(self._capabilities())
+        control = (
+            None
+            if self._capabilities is None
+            else conversation_control.extension(self._capabilities())
+        )
         if not self._keys:
             return self._unsigned(base_url, strict=strict, card=card, control=control)
-        record = json.dumps(control["params"], sort_keys=True)
+        record = "" if control is None else json.dumps(control["params"], sort_keys=True)
         key = (base_url, strict, card is not None, self.grpc_port, record)
         found = self._signed.get(key)
         if found is None:
@@ -156,7 +161,7 @@ class CardProvider:
         *,
         strict: bool,
         card: dict[str, Any] | None,
-        control: dict[str, Any],
+        control: dict[str, Any] | None,
     ) -> dict[str, Any]:
         doc = card_document(
             card or self._card,
@@ -166,7 +171,7 @@ class CardProvider:
             streaming=True,
             push_notifications=self.settings.push.enabled,
             extended_card=self.settings.agent_card.extended is not None,
-            extensions=[*self._extensions, control],
+            extensions=[*self._extensions, *([control] if control else [])],
         )
         doc.update(_security(self.settings))
         if not strict:
