@@ -40,6 +40,7 @@ from core.backend import (
     BackendEvent,
     Content,
     Diagnosis,
+    Failed,
     Health,
     Progress,
     SessionBound,
@@ -115,6 +116,7 @@ class CodexBackend(BackendBase):
             max_warm=config.max_warm, warm_idle_ms=config.warm_idle, clock=clock
         )
         self._active: dict[str, ActiveTurn] = {}
+        self._opening: dict[str, anyio.Event] = {}
         self._unloading: dict[str, _Unloading] = {}
         self._server: AppServer | None = None
         self._server_lock = anyio.Lock()
@@ -202,10 +204,14 @@ class CodexBackend(BackendBase):
     async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
         """Add `parts` to the running turn of `turn.task_id` (`turn/steer`, with its turn id,
         so a message never lands in a later turn)."""
+        opening = self._opening.get(turn.task_id)
+        if opening is not None:
+            with anyio.move_on_after(REQUEST_TIMEOUT):
+                await opening.wait()
         active = self._active.get(turn.task_id)
         if active is None:
             raise SteerRefusedError(f"no running turn for task {turn.task_id}")
-        with anyio.fail_after(REQUEST_TIMEOUT):
+        with anyio.move_on_after(REQUEST_TIMEOUT):
             await active.known.wait()
         if active.finished or active.stopped is not None or active.turn_id is None:
             raise SteerRefusedError(f"the turn of task {turn.task_id} is ending")
@@ -217,32 +223,22 @@ class CodexBackend(BackendBase):
     # ----- turns ---------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        # A steer arriving while the thread opens waits for the turn instead of being refused.
+        opened = self._opening[turn.task_id] = anyio.Event()
         try:
-            server = await self._ensure_server()
-            thread, notes = await self._open_thread(server, turn)
-        except AppServerExitedError as exc:
-            yield server_gone("unavailable", str(exc))
-            return
-        except BackendUnavailableError as exc:
-            yield safe_failure(
-                "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
-            )
-            return
-        except (AppServerError, TimeoutError) as exc:
-            said = (
-                "Codex could not open a thread."
-                if turn.fork_of is None
-                else f"Codex could not fork session {turn.fork_of}."
-            )
-            yield safe_failure("error", said, event="codex.thread.failed", exc=exc)
-            return
-        active: ActiveTurn | None = None
+            opening = await self._begin(turn)
+            if isinstance(opening, Failed):
+                yield opening
+                return
+            server, thread, notes = opening
+            active = self._active[turn.task_id] = ActiveTurn(thread.id, server)
+        finally:
+            self._opening.pop(turn.task_id, None)
+            opened.set()
         try:
             yield SessionBound(thread.id)
             for note in notes:
                 yield note
-            active = ActiveTurn(thread.id, server)
-            self._active[turn.task_id] = active
             asks = turn.approvals == "ask"
             with server.listen(thread.id, asks=asks) as notifications:
                 try:
@@ -278,13 +274,33 @@ class CodexBackend(BackendBase):
                 active.end()
                 yield server_gone("error", server.exit_reason)
         finally:
-            if active is None or active.finished:
+            if active.finished:
                 self._active.pop(turn.task_id, None)
                 self._threads.release(thread.id)
             elif self._background is not None:
                 # The consumer went away mid-turn (cancel, deadline, or its own failure): stop
                 # the agent now; interrupt() waits for this same stop.
                 self._background.start_soon(self._stop, active, name="codex-stop-turn")
+
+    async def _begin(self, turn: Turn) -> tuple[AppServer, WarmThread, list[BackendEvent]] | Failed:
+        """The app-server and the turn's thread (with notes for the caller), or why not."""
+        try:
+            server = await self._ensure_server()
+            thread, notes = await self._open_thread(server, turn)
+        except AppServerExitedError as exc:
+            return server_gone("unavailable", str(exc))
+        except BackendUnavailableError as exc:
+            return safe_failure(
+                "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
+            )
+        except (AppServerError, TimeoutError) as exc:
+            said = (
+                "Codex could not open a thread."
+                if turn.fork_of is None
+                else f"Codex could not fork session {turn.fork_of}."
+            )
+            return safe_failure("error", said, event="codex.thread.failed", exc=exc)
+        return server, thread, notes
 
     def _question(self, turn: Turn, request: Notification, patches: PatchPaths) -> ApprovalRequest:
         request_id = f"{turn.task_id}:{request.request_id}"

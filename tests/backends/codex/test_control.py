@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from core.backend import (
@@ -222,3 +223,29 @@ async def test_a_read_only_turn_asks_nothing_even_when_the_caller_reviews(
     assert not [e for e in events if isinstance(e, ApprovalRequest)], events
     assert not marker.exists()
     assert not [e for e in events if isinstance(e, Failed)], events
+
+
+async def test_a_steer_sent_while_the_thread_opens_waits_for_the_turn(
+    make_backend: MakeBackend, mock: ResponsesMock
+) -> None:
+    seen = Seen()
+    backend = await make_backend(tap=seen)
+    thread = session_of(await run(backend, turn("Remember PAPAYA.", task="t1")))
+    await backend.drop_session(thread)  # the next turn resumes it: a while before it starts
+    mock.script(Reply.hold())
+    running = turn("Count the rows of the first table.", session=thread, task="t2")
+    events: list[BackendEvent] = []
+
+    async def consume() -> None:
+        async for event in backend.run_turn(running):
+            events.append(event)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        await anyio.lowlevel.checkpoint()  # the turn has begun opening its thread, nothing more
+        await backend.steer(running, (TextContent(STEER),))
+        mock.release()
+
+    assert STEER in mock.requests[-1].texts("user")
+    assert not [e for e in events if isinstance(e, Failed)], events
+    assert seen.methods["turn/completed"] == 2
