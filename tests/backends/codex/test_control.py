@@ -5,6 +5,7 @@ only (each turn states the configured ones again: Codex would keep them)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from core.backend import (
     Failed,
     Mode,
     TextContent,
+    Turn,
     TurnOptions,
     Usage,
 )
@@ -28,6 +30,7 @@ from harness.mock_models.openai_responses import RecordedRequest, Reply, Respons
 from harness.mock_models.steps import Shell, WriteFile
 from tests.backends.codex.conftest import MakeBackend
 from tests.backends.codex.support import run, session_of, turn
+from wrappers.codex.backend import CodexBackend
 
 STEER = "Use the other table, not this one."
 
@@ -42,6 +45,25 @@ class Seen:
         method = message.get("method")
         if isinstance(method, str):
             self.methods[method] += 1
+
+
+async def steered(
+    backend: CodexBackend, mock: ResponsesMock, running: Turn, when: Callable[[], Awaitable[None]]
+) -> list[BackendEvent]:
+    """The events of `running`, its first model request held, steered once `when` returns."""
+    mock.script(Reply.hold())
+    events: list[BackendEvent] = []
+
+    async def consume() -> None:
+        async for event in backend.run_turn(running):
+            events.append(event)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        await when()
+        await backend.steer(running, (TextContent(STEER),))
+        mock.release()
+    return events
 
 
 def developer_texts(request: RecordedRequest) -> list[str]:
@@ -79,22 +101,15 @@ async def test_a_steer_reaches_the_running_turns_next_model_request_and_the_turn
 ) -> None:
     seen = Seen()
     backend = await make_backend(tap=seen)
-    mock.script(Reply.hold())
     running = turn("Count the rows of the first table.")
-    events: list[BackendEvent] = []
 
-    async def consume() -> None:
-        async for event in backend.run_turn(running):
-            events.append(event)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
+    async def first_request_held() -> None:
         with anyio.fail_after(60):
-            first = await mock.request(1)
-        await backend.steer(running, (TextContent(STEER),))
-        mock.release()
+            await mock.request(1)
 
-    assert STEER not in first.texts("user")
+    events = await steered(backend, mock, running, first_request_held)
+
+    assert STEER not in mock.requests[0].texts("user")
     later = mock.after(1)
     assert later, "the steered text needs a model request of its own"
     assert later[-1].texts("user") == ["Count the rows of the first table.", STEER]
@@ -232,19 +247,10 @@ async def test_a_steer_sent_while_the_thread_opens_waits_for_the_turn(
     backend = await make_backend(tap=seen)
     thread = session_of(await run(backend, turn("Remember PAPAYA.", task="t1")))
     await backend.drop_session(thread)  # the next turn resumes it: a while before it starts
-    mock.script(Reply.hold())
     running = turn("Count the rows of the first table.", session=thread, task="t2")
-    events: list[BackendEvent] = []
 
-    async def consume() -> None:
-        async for event in backend.run_turn(running):
-            events.append(event)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(consume)
-        await anyio.lowlevel.checkpoint()  # the turn has begun opening its thread, nothing more
-        await backend.steer(running, (TextContent(STEER),))
-        mock.release()
+    # One checkpoint: the turn has begun opening its thread, nothing more.
+    events = await steered(backend, mock, running, anyio.lowlevel.checkpoint)
 
     assert STEER in mock.requests[-1].texts("user")
     assert not [e for e in events if isinstance(e, Failed)], events
