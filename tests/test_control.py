@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import Turn
+from core.bindings.http.keys import OPERATIONS
 from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
@@ -177,8 +178,6 @@ async def test_a_steered_message_joins_the_running_turn(make: Make, binding: str
     assert steered["id"] == task["id"]
     assert "Steered: use ORDERS" in _text(done)
     assert [m["messageId"] for m in done["history"]].count("steer-1") == 1
-    notes = [m for m in done["history"] if (m.get("metadata") or {}).get("a2aWrapper")]
-    assert [n["metadata"]["a2aWrapper"]["steered"] for n in notes] == ["steer-1"]
 
 
 async def test_a_blocking_steer_returns_once_the_turn_settles(make: Make) -> None:
@@ -225,9 +224,11 @@ async def test_a_streamed_steer_streams_the_task_from_then_on(make: Make) -> Non
         for line in text.splitlines()
         if line.startswith("data: ")
     ]
+    assert events[0]["task"]["id"] == task["id"], "it starts with the Task"
     updates = [e["statusUpdate"] for e in events if "statusUpdate" in e]
-    steered = events[0]["task"]["status"]["message"]
-    assert steered["metadata"]["a2aWrapper"]["steered"] == "steer-s", "it starts with the Task"
+    steered = updates[0]["status"]["message"]
+    assert steered["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    assert "Steered" in steered["parts"][0]["text"]
     assert [u["status"]["state"] for u in updates].count(COMPLETED) == 1
     assert updates[-1]["status"]["state"] == COMPLETED
 
@@ -414,3 +415,15 @@ async def test_a_streamed_send_takes_the_same_options_fork_and_errors(make: Make
     assert _section(done)["options"] == {"model": "m-small", "mode": "readOnly"}
     assert _section(done)["forkedFrom"] == {"contextId": source}
     assert isinstance(refused, dict) and refused["code"] == -32602, refused
+
+
+async def test_operations_say_what_callers_may_use_in_one_place(make: Make) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    operations = alice.client.app[OPERATIONS]
+
+    allowed = operations.capabilities()
+
+    assert (allowed.steer, allowed.fork) == (True, True)
+    assert allowed.models == ("m-small", "m-large"), "turnOptions.allow narrows any model"
+    assert allowed.efforts == ("low", "medium", "high")
+    assert allowed.modes == ("default", "plan", "readOnly")

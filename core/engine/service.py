@@ -263,10 +263,15 @@ class TaskService:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
         control = control_of(request)
         if control.delivery == "steer":
-            # Like any stream, it starts with the Task: its status says it was steered.
+            # Like any stream it starts with the Task; the steered update follows.
             run = await self._steering.target(principal, request.message)
-            await self._steering.deliver(run, request.message)
-            return self._watch(run, at_interrupt=True, snapshot=True)
+            stream = self._watch(run, at_interrupt=True, snapshot=True)
+            try:
+                await self._steering.deliver(run, request.message)
+            except BaseException:
+                stream.close()
+                raise
+            return stream
         approval = await self._approval(principal, request, control)
         if approval is not None:
             paused, answer = approval
