@@ -333,10 +333,15 @@ class CodexBackend(BackendBase):
         session_id = turn.session_id
         if turn.fork_of is not None:
             await self._settled(turn.fork_of)
+            fork = {**params, "threadId": turn.fork_of, "excludeTurns": True}
+            # A turn the source is running stays the source's: the fork gets the finished ones.
+            for active in [a for a in self._active.values() if a.thread_id == turn.fork_of]:
+                with anyio.move_on_after(REQUEST_TIMEOUT):
+                    await active.known.wait()
+                if not active.finished and active.turn_id is not None:
+                    fork["beforeTurnId"] = active.turn_id
             with anyio.fail_after(REQUEST_TIMEOUT):
-                forked = await server.request(
-                    "thread/fork", {**params, "threadId": turn.fork_of, "excludeTurns": True}
-                )
+                forked = await server.request("thread/fork", fork)
             return self._register(server, str(forked["thread"]["id"]), forked), notes
         if session_id is not None:
             await self._settled(session_id)

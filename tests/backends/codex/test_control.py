@@ -47,10 +47,13 @@ class Seen:
             self.methods[method] += 1
 
 
-async def steered(
-    backend: CodexBackend, mock: ResponsesMock, running: Turn, when: Callable[[], Awaitable[None]]
+Step = Callable[[], Awaitable[None]]
+
+
+async def while_held(
+    backend: CodexBackend, mock: ResponsesMock, running: Turn, meanwhile: Step
 ) -> list[BackendEvent]:
-    """The events of `running`, its first model request held, steered once `when` returns."""
+    """The events of `running`, whose next model request is held until `meanwhile` is done."""
     mock.script(Reply.hold())
     events: list[BackendEvent] = []
 
@@ -60,10 +63,21 @@ async def steered(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(consume)
-        await when()
-        await backend.steer(running, (TextContent(STEER),))
+        await meanwhile()
         mock.release()
     return events
+
+
+async def steered(
+    backend: CodexBackend, mock: ResponsesMock, running: Turn, when: Step
+) -> list[BackendEvent]:
+    """The events of `running`, its next model request held, steered once `when` returns."""
+
+    async def steer() -> None:
+        await when()
+        await backend.steer(running, (TextContent(STEER),))
+
+    return await while_held(backend, mock, running, steer)
 
 
 def developer_texts(request: RecordedRequest) -> list[str]:
@@ -255,3 +269,28 @@ async def test_a_steer_sent_while_the_thread_opens_waits_for_the_turn(
     assert STEER in mock.requests[-1].texts("user")
     assert not [e for e in events if isinstance(e, Failed)], events
     assert seen.methods["turn/completed"] == 2
+
+
+async def test_a_fork_of_a_thread_in_the_middle_of_a_turn_leaves_that_turn_alone(
+    make_backend: MakeBackend, mock: ResponsesMock
+) -> None:
+    backend = await make_backend()
+    source = session_of(await run(backend, turn("Remember PAPAYA.", task="s1", context="src")))
+    busy = turn("Think about it.", session=source, task="s2", context="src")
+    forked: list[BackendEvent] = []
+
+    async def fork() -> None:
+        with anyio.fail_after(60):
+            await mock.request(2)
+        forking = replace(turn("Which word?", task="f1", context="fork"), fork_of=source)
+        forked.extend(await run(backend, forking))
+
+    events = await while_held(backend, mock, busy, fork)
+
+    assert not [e for e in events + forked if isinstance(e, Failed)], events + forked
+    # The fork has the source's finished turns; the running one stays the source's.
+    fork_request = next(r for r in mock.requests if r.last_user_text == "Which word?")
+    assert fork_request.texts("user") == ["Remember PAPAYA.", "Which word?"]
+    again = await run(backend, turn("And now?", session=source, task="s3", context="src"))
+    assert session_of(again) == source
+    assert mock.requests[-1].texts("user") == ["Remember PAPAYA.", "Think about it.", "And now?"]
