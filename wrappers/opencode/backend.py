@@ -7,7 +7,7 @@ import json
 import shlex
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,9 @@ class _ActiveTurn:
     inbox: Subscription
     client: OpencodeClient
     choice: PromptChoice  # a steer runs with the turn's agent, model and effort
+    # Set once the turn's prompt was sent (or refused): a steer sent before it would come
+    # first.
+    prompted: anyio.Event = field(default_factory=anyio.Event)
 
 
 class _ForkError(Exception):
@@ -210,8 +213,10 @@ class OpencodeBackend(BackendBase):
                         variant=choice.variant,
                         system=self.config.system_prompt,
                     )
+                active.prompted.set()
             except _HTTP_ERRORS as exc:
                 ended = True
+                active.prompted.set()
                 # The error quotes up to 300 characters of OpenCode's response body.
                 yield safe_failure(
                     "error",
@@ -273,9 +278,11 @@ class OpencodeBackend(BackendBase):
         (the next model request carries it) and the turn ends once, at the idle after its
         answer. A message that comes as the loop ends starts another loop of the same turn."""
         active = self._active.get(turn.task_id)
-        mapper = active.mapper if active is not None else None
-        if active is None or mapper is None or mapper.done or not mapper.started:
+        if active is not None:
+            await active.prompted.wait()
+        if active is None or self._active.get(turn.task_id) is not active or active.mapper.done:
             raise SteerRefusedError(f"task {turn.task_id} has no running OpenCode turn")
+        mapper = active.mapper
         message_id = new_message_id()
         mapper.steered(message_id)  # before the prompt: an idle in between must not end it
         choice = active.choice
