@@ -106,23 +106,29 @@ def declared(
     ours: bool,
 ) -> Capabilities:
     """What the backend declares once the server answered: the models of its configured
-    providers (`GET /config/providers`) as `provider/model`, the effort variants of the model
-    turns use by default (`model`, else every variant any model has), and the modes whose
-    agents exist and are ours to lock (`ours`: the daemon started the server)."""
+    providers (`GET /config/providers`) as `provider/model`, the effort variants and image
+    input of the model turns use by default (`model`, else those of any model), and the
+    modes whose agents exist and are ours to lock (`ours`: the daemon started the server)."""
     models: list[str] = []
     variants: dict[str, list[str]] = {}
+    images: dict[str, bool] = {}
     for provider in providers.get("providers") or []:
         if not isinstance(provider, Mapping):
             continue
-        for key, info in (provider.get("models") or {}).items():
+        for key, listed in (provider.get("models") or {}).items():
             name = f"{provider.get('id')}/{key}"
             models.append(name)
-            found = info.get("variants") if isinstance(info, Mapping) else None
+            info = _mapping(listed)
+            found = info.get("variants")
             variants[name] = list(found) if isinstance(found, Mapping) else []
+            takes = _mapping(_mapping(info.get("capabilities")).get("input")).get("image")
+            images[name] = takes is True
     if model is not None:
         efforts = variants.get(model, [])
+        image_input = images.get(model, False)
     else:
         efforts = list(dict.fromkeys(v for found in variants.values() for v in found))
+        image_input = any(images.values())
     names = {str(a.get("name")) for a in agents if isinstance(a, Mapping)}
     modes: list[Mode] = ["default"]
     agent_of: tuple[tuple[Mode, str], ...] = (("plan", PLAN_AGENT), ("readOnly", READ_ONLY_AGENT))
@@ -136,12 +142,14 @@ def declared(
         modes=tuple(modes),
         approvals=True,
         resume=True,
-        image_input=True,
+        image_input=image_input,
     )
 
 
-BEFORE_START = Capabilities(
-    steer=True, fork=True, models=(), approvals=True, resume=True, image_input=True
-)
-"""What the backend declares before the server answered (models, efforts and modes come from
-the server)."""
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+BEFORE_START = Capabilities(steer=True, fork=True, models=(), approvals=True, resume=True)
+"""What the backend declares before the server answered (models, efforts, modes and image
+input come from the server)."""

@@ -28,7 +28,7 @@ from core.backend import (
 from core.backend.base import running
 from core.backend.control import SteerRefusedError, capabilities_of
 from harness.mock_models.openai_chat import ChatRequest, OpenAIChatMock
-from harness.mock_models.steps import CallTool, Say, Shell
+from harness.mock_models.steps import CallTool, Hold, Say, Shell
 from harness.opencode import TEST_ENV, provider_config
 from wrappers.opencode import create
 from wrappers.opencode.backend import OpencodeBackend
@@ -165,6 +165,42 @@ async def test_a_steer_reaches_the_running_turns_next_request_and_the_turn_ends_
     assert "No, use the other table." in main[1].last_user_text
     answer = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert answer.endswith("Switched to the other table.")
+
+
+async def test_a_steer_during_the_final_answer_makes_the_turn_go_on_and_end_once(
+    project: Path, tmp_path: Path, opencode_binary: Path, mock: OpenAIChatMock
+) -> None:
+    # The model's last answer is held open while the steer arrives: OpenCode's loop sees a
+    # user message newer than that answer and asks the model again, in the same turn.
+    mock.turns.add([Hold(Say("Counted the first table."))], [Say("Counted the other table.")])
+    async with backend_for(project, tmp_path, opencode_binary, mock) as backend:
+        running_turn = turn("Count the rows of the first table.")
+        events: list[BackendEvent] = []
+        bound = anyio.Event()
+
+        async def follow() -> None:
+            async for event in backend.run_turn(running_turn):
+                events.append(event)
+                if isinstance(event, SessionBound):
+                    bound.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await bound.wait()
+            with anyio.fail_after(60):  # the held request is open
+                await mock.wait_for_request(lambda r: bool(r.tool_names))
+            session = next(e.session_id for e in events if isinstance(e, SessionBound))
+            await backend.steer(
+                replace(running_turn, session_id=session), (TextContent("No, the other one."),)
+            )
+            mock.turns.release()
+
+    main = [r for r in mock.requests if r.tool_names]
+    assert len(main) == 2
+    assert "No, the other one." in main[1].last_user_text
+    assert "Counted the first table." in main[1].texts("assistant")
+    answer = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert answer == "Counted the first table.\n\nCounted the other table."
 
 
 async def test_a_fork_carries_the_source_history_and_the_source_never_sees_the_fork(

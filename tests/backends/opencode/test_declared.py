@@ -10,7 +10,13 @@ from wrappers.opencode.control import PromptChoice, declared, prompt_choice
 
 PROVIDERS: dict[str, Any] = {
     "providers": [
-        {"id": "a", "models": {"m1": {"variants": {"low": {}, "high": {}}}, "m2": {}}},
+        {
+            "id": "a",
+            "models": {
+                "m1": {"variants": {"low": {}, "high": {}}},
+                "m2": {"capabilities": {"input": {"image": True}}},
+            },
+        },
         {"id": "b", "models": {"org/m3": {"variants": {"max": {}}}}},
     ]
 }
@@ -24,6 +30,8 @@ def test_models_efforts_and_modes_come_from_the_server() -> None:
     assert found.efforts == ("low", "high")  # the configured model's variants
     assert found.modes == ("default", "plan", "readOnly")
     assert (found.steer, found.fork) == (True, True)
+    assert not found.image_input  # m1 takes no images
+    assert declared(PROVIDERS, AGENTS, model="a/m2", ours=True).image_input
 
 
 def test_without_a_configured_model_any_variant_and_an_attached_server_offers_no_mode() -> None:
