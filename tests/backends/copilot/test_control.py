@@ -4,6 +4,7 @@ and readOnly modes that keep the workspace unchanged (docs/backends.md#copilot).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from core.backend import (
     MODES,
     BackendEvent,
     Failed,
+    FileContent,
     Mode,
     SessionBound,
     TextContent,
@@ -221,3 +223,32 @@ def _files(project: Path) -> dict[str, str]:
 def _refused(output: str, mode: Mode) -> bool:
     plan = mode == "plan" and "Plan mode does not permit changes outside the session" in output
     return plan or f"in {mode} mode, where this turn may read but not change" in output
+
+
+# A 1x1 transparent PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082"
+)
+
+
+async def test_an_image_part_reaches_the_model_as_an_image(
+    agent: CopilotBackend, mock: OpenAIChatMock
+) -> None:
+    request = Turn(
+        principal="tester",
+        context_id="ctx-image",
+        task_id="image",
+        message_id="m-image",
+        session_id=None,
+        parts=(
+            TextContent("what is in this picture?"),
+            FileContent(data=PNG, name="dot.png", media_type="image/png"),
+        ),
+    )
+
+    events = await run(agent, request)
+
+    assert not any(isinstance(e, Failed) for e in events)
+    body = mock.requests[-1].dump()
+    assert "data:image/png;base64," + base64.b64encode(PNG).decode() in body
