@@ -24,8 +24,8 @@ from core.backend import (
     TurnOptions,
 )
 from core.backend.control import Capabilities, SteerRefusedError, capabilities_of
-from harness.mock_models.openai_chat import MODEL, OpenAIChatMock, StallReply
-from harness.mock_models.steps import CallTool, Shell, WriteFile
+from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
+from harness.mock_models.steps import CallTool, Hold, Say, Shell, WriteFile
 from tests.backends.copilot.conftest import ConfigFactory
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig
@@ -104,8 +104,9 @@ async def test_it_declares_what_the_cli_does_and_any_model_of_a_byok_endpoint(
 async def test_a_steered_message_reaches_the_running_turns_next_request_and_it_ends_once(
     agent: CopilotBackend, mock: OpenAIChatMock
 ) -> None:
-    mock.reply(StallReply(before="Thinking "), when="STEER-ME", times=1)
-    running = turn("STEER-ME: count the rows of the first table")
+    # The model's request is held while the caller steers; it then calls a tool.
+    mock.turns.add([Hold(Shell("echo first-step")), Say("Done, with the other table.")])
+    running = turn("Update the report from the SALES table.")
     events: list[BackendEvent] = []
 
     async def consume() -> None:
@@ -113,18 +114,23 @@ async def test_a_steered_message_reaches_the_running_turns_next_request_and_it_e
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(consume)
-        await mock.wait_for_request(lambda r: "STEER-ME" in r.last_user_text)
-        await agent.steer(running, (TextContent("no, use the other table"),))
-        mock.release_stalls()
+        held = await mock.wait_for_request(lambda r: "SALES table" in r.last_user_text)
+        await agent.steer(running, (TextContent("No, use the other table: ORDERS_2024."),))
+        mock.turns.release()
 
-    steered = await mock.wait_for_request(lambda r: "use the other table" in r.last_user_text)
-    assert "STEER-ME" in steered.transcript  # the same conversation, one turn on
-    assert "use the other table" in answer(events)  # the turn's answer is the steered one's
+    after = mock.requests[mock.requests.index(held) + 1 :]
+    assert after, "the turn went on after the held request"
+    # The CLI takes the message at once (a command still running goes on in the background):
+    # the very next request carries it.
+    assert "No, use the other table: ORDERS_2024." in after[0].texts("user")[-2:]
+    assert "echo first-step" in after[0].transcript
+    assert answer(events)
     assert not any(isinstance(e, Failed) for e in events)
     # The turn ended once: the next turn's answer is its own, nothing of the steered one left.
+    asked = len(mock.requests)
     follow = await run(agent, turn("and now?", session=session_of(events), task="task-2"))
     assert answer(follow).endswith("and now?")
-    assert len(mock.requests) == 3
+    assert len(mock.requests) == asked + 1
 
 
 async def test_steering_without_a_running_turn_is_refused(agent: CopilotBackend) -> None:
