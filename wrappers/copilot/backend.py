@@ -241,9 +241,12 @@ class CopilotBackend(BackendBase):
         if not active.sent or active.done.is_set():
             raise SteerRefusedError("the Copilot turn is starting or has ended")
         prompt, attachments = build_prompt(parts)
+        # Counted before it is sent: its `user.message` may come before `send` returns.
+        active.steering += 1
         try:
             await warm.session.send(prompt, attachments=attachments or None, mode="immediate")
         except Exception as exc:
+            active.steering -= 1
             raise SteerRefusedError(f"the Copilot CLI refused the message: {exc!r}") from exc
 
     async def _send(self, warm: WarmSession, active: ActiveTurn, turn: Turn) -> Failed | None:
@@ -255,7 +258,7 @@ class CopilotBackend(BackendBase):
         # could not know there is a turn to abort.
         with anyio.CancelScope(shield=True):
             try:
-                await session.send(prompt, attachments=attachments or None)
+                active.prompt_id = await session.send(prompt, attachments=attachments or None)
             except Exception as exc:  # noqa: BLE001 - any refusal fails this turn, with its reason
                 if not warm.child.alive:
                     return Failed("error", _exited_message(warm.child.returncode))

@@ -16,7 +16,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from copilot import CopilotSession, PermissionRequest
 from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
-from copilot.session_events import SessionEvent, SessionIdleData
+from copilot.session_events import SessionEvent, SessionIdleData, UserMessageData
 
 from core.backend import ApprovalRequest, Mode
 from core.backend.pool import WarmPool
@@ -54,6 +54,10 @@ class ActiveTurn:
     """The turn's own mode (None: the configured one, `default`)."""
     done: anyio.Event = field(default_factory=anyio.Event)
     sent: bool = False
+    prompt_id: str | None = None
+    """The CLI's id of the turn's own message."""
+    steering: int = 0
+    """Steered messages whose `user.message` the CLI has not reported yet."""
 
     def close(self) -> None:
         self.send.close()
@@ -122,8 +126,19 @@ class WarmSession:
         turn = self.turn
         if turn is None or turn.done.is_set():
             return
+        data = event.data
+        if event.agent_id:
+            turn.send.send_nowait(event)
+            return
+        if isinstance(data, UserMessageData) and data.message_id != turn.prompt_id:
+            if data.source in (None, "user"):
+                turn.steering = max(0, turn.steering - 1)
+        elif isinstance(data, SessionIdleData) and turn.steering and not data.aborted:
+            # A steered message the CLI took just after this run ended starts a run of its
+            # own: that run is still this turn, which ends at its idle.
+            return
         turn.send.send_nowait(event)
-        if isinstance(event.data, SessionIdleData) and not event.agent_id:
+        if isinstance(data, SessionIdleData):
             turn.done.set()
 
     def child_exited(self) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import pytest
+from copilot.session_events import SessionEvent, SessionIdleData, UserMessageData
 
 from core.backend import (
     MODES,
@@ -27,9 +30,11 @@ from core.backend.control import Capabilities, SteerRefusedError, capabilities_o
 from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 from harness.mock_models.steps import CallTool, Hold, Say, Shell, WriteFile
 from tests.backends.copilot.conftest import ConfigFactory
+from tests.backends.copilot.test_events import recorded
 from wrappers.copilot.backend import CopilotBackend
 from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.control import EFFORTS
+from wrappers.copilot.sessions import WarmSession
 
 
 def turn(
@@ -258,3 +263,35 @@ async def test_an_image_part_reaches_the_model_as_an_image(
     assert not any(isinstance(e, Failed) for e in events)
     body = mock.requests[-1].dump()
     assert "data:image/png;base64," + base64.b64encode(PNG).decode() in body
+
+
+def test_a_steer_the_cli_takes_after_the_run_ended_keeps_the_turn_to_its_next_idle() -> None:
+    # Recorded events of one turn; the steered message's `user.message` comes after its idle
+    # (it was sent as the run ended), then the run it started, then that run's idle.
+    events = recorded("text_turn")
+    prompt = next(e for e in events if isinstance(e.data, UserMessageData))
+    assert isinstance(prompt.data, UserMessageData)
+    idle = events[-1]
+    assert isinstance(idle.data, SessionIdleData)
+    steered = replace(prompt, data=replace(prompt.data, message_id="steered", content="more"))
+    warm = WarmSession("s", cast(Any, None), cast(Any, None))
+    active = warm.begin("task")
+    active.prompt_id = prompt.data.message_id
+    active.steering = 1
+
+    for event in events:
+        warm.dispatch(event)
+    assert not active.done.is_set()  # the first idle is not the turn's end
+    warm.dispatch(steered)
+    warm.dispatch(idle)
+
+    assert active.done.is_set()
+    seen = []
+    while True:
+        try:
+            seen.append(active.receive.receive_nowait())
+        except anyio.WouldBlock:
+            break
+    warm.end()
+    assert [e for e in seen if isinstance(e, SessionEvent) and e is idle] == [idle]
+    assert seen[-2:] == [steered, idle]
