@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import Turn
+from core.bindings.http.keys import OPERATIONS
 from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
@@ -47,11 +48,14 @@ def make(aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]], tmp_pat
     """`make(binding, scripted=False)`: the app (echo, or the scripted backend) and a caller
     for alice and one for bob on `binding`."""
 
-    async def made(binding: str, *, scripted: bool = False) -> tuple[Caller, Caller]:
+    async def made(
+        binding: str, *, scripted: bool = False, ask: bool = False
+    ) -> tuple[Caller, Caller]:
         tokens = [{"token": ALICE, "principal": "alice"}, {"token": BOB, "principal": "bob"}]
         settings = make_settings(
             server={"grpcPort": 0, "auth": {"tokens": tokens}},
             turnOptions={"allow": {"models": ["m-small", "m-large"]}},
+            approvals={"mode": "ask" if ask else "policy"},
         )
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
@@ -177,8 +181,6 @@ async def test_a_steered_message_joins_the_running_turn(make: Make, binding: str
     assert steered["id"] == task["id"]
     assert "Steered: use ORDERS" in _text(done)
     assert [m["messageId"] for m in done["history"]].count("steer-1") == 1
-    notes = [m for m in done["history"] if (m.get("metadata") or {}).get("a2aWrapper")]
-    assert [n["metadata"]["a2aWrapper"]["steered"] for n in notes] == ["steer-1"]
 
 
 async def test_a_blocking_steer_returns_once_the_turn_settles(make: Make) -> None:
@@ -225,8 +227,11 @@ async def test_a_streamed_steer_streams_the_task_from_then_on(make: Make) -> Non
         for line in text.splitlines()
         if line.startswith("data: ")
     ]
+    assert events[0]["task"]["id"] == task["id"], "it starts with the Task"
     updates = [e["statusUpdate"] for e in events if "statusUpdate" in e]
-    assert updates[0]["status"]["message"]["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    steered = updates[0]["status"]["message"]
+    assert steered["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    assert "Steered" in steered["parts"][0]["text"]
     assert [u["status"]["state"] for u in updates].count(COMPLETED) == 1
     assert updates[-1]["status"]["state"] == COMPLETED
 
@@ -413,3 +418,65 @@ async def test_a_streamed_send_takes_the_same_options_fork_and_errors(make: Make
     assert _section(done)["options"] == {"model": "m-small", "mode": "readOnly"}
     assert _section(done)["forkedFrom"] == {"contextId": source}
     assert isinstance(refused, dict) and refused["code"] == -32602, refused
+
+
+async def test_operations_say_what_callers_may_use_in_one_place(make: Make) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    operations = alice.client.app[OPERATIONS]
+
+    allowed = operations.capabilities()
+
+    assert (allowed.steer, allowed.fork) == (True, True)
+    assert allowed.models == ("m-small", "m-large"), "turnOptions.allow narrows any model"
+    assert allowed.efforts == ("low", "medium", "high")
+    assert allowed.modes == ("default", "plan", "readOnly")
+
+
+async def test_a_turn_paused_on_a_question_is_not_steered_but_can_be_queued_behind(
+    make: Make,
+) -> None:
+    alice, _ = await make("jsonrpc-1.0", ask=True)
+    paused = _task(await alice.send("write: asked.txt\nx", now=True))
+    await _until(alice, paused["id"], "TASK_STATE_INPUT_REQUIRED")
+    steer = {"a2aWrapper": {"delivery": "steer"}}
+
+    refused = _refused(
+        await alice.send("go on", taskId=paused["id"], metadata=steer), "UNSUPPORTED_OPERATION"
+    )
+    queued = _task(
+        await alice.send(
+            "after", taskId=paused["id"], metadata={"a2aWrapper": {"delivery": "queue"}}, now=True
+        )
+    )
+    await alice.cancel(paused["id"])
+
+    assert 'delivery: "queue"' in refused.message and "input-required" in refused.message
+    assert queued["id"] != paused["id"] and queued["contextId"] == paused["contextId"]
+    assert _section(queued)["queue"] == {"position": 1, "ahead": [paused["id"]]}
+    assert _text(await _until(alice, queued["id"], COMPLETED)) == "after"
+
+
+async def test_a_streamed_send_behind_a_running_turn_streams_its_place_then_its_turn(
+    make: Make,
+) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    first = _task(await alice.send("sleep: 1", now=True))
+    await _until(alice, first["id"], WORKING)
+    message = {
+        "messageId": "q-1",
+        "role": "ROLE_USER",
+        "parts": [{"text": "queued"}],
+        "contextId": first["contextId"],
+    }
+
+    events = await _stream(alice, {"message": message})
+
+    assert isinstance(events, list)
+    assert _section(events[0]["task"])["queue"] == {"position": 1, "ahead": [first["id"]]}
+    moves = [
+        e["statusUpdate"]["metadata"]["a2aWrapper"]["queue"]
+        for e in events
+        if "statusUpdate" in e and (e["statusUpdate"].get("metadata") or {}).get("a2aWrapper")
+    ]
+    assert moves == [None], "it said once that it is next"
+    assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
