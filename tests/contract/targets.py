@@ -269,7 +269,6 @@ TARGETS: list[BackendTarget] = [
         marker_outside=True,
         check_question=_copilot_question,
         credentials_fix="copilot.provider.apiKey",
-        lacks=frozenset({"steer", "fork"}),
     ),
 ]
 
