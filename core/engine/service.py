@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 
 from core.backend import Backend
+from core.backend.control import Capabilities, capabilities_of
 from core.engine import readiness
 from core.engine.admission import Admission
 from core.engine.config import EngineConfig
@@ -79,6 +80,7 @@ class TaskService:
         replicas (their tasks can be watched and cancelled from here, and this one's events
         reach them)."""
         config = config or EngineConfig()
+        self._turn_options = config.turn_options
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -191,6 +193,10 @@ class TaskService:
     @property
     def backend_name(self) -> str:
         return self._backend.name
+
+    def capabilities(self) -> Capabilities:
+        """What callers may use of the backend's declared capabilities (turnOptions applied)."""
+        return self._turn_options.allowed(capabilities_of(self._backend))
 
     # ----- reads -----------------------------------------------------------------------------
 
