@@ -414,6 +414,14 @@ class ClaudeBackend(BackendBase):
             self._release(warm)
             return
         pump = warm.pump
+        if pump is not None and pump.pending and not pump.done.is_set():
+            # Claude Code runs a steered message it has not taken yet right after its
+            # interrupt: the process goes instead (the next turn resumes the session).
+            pump.interrupted = True
+            self._forget(warm)
+            log.info("claude.interrupt_steered", pid=warm.pid, task_id=turn.task_id)
+            await self._stop(warm, force=True)
+            return
         stopped = False
         with anyio.move_on_after(self._interrupt_grace):
             try:
@@ -429,9 +437,7 @@ class ClaudeBackend(BackendBase):
             except ClaudeSDKError as exc:
                 log.warning("claude.interrupt_failed", error=type(exc).__name__, pid=warm.pid)
         if pump is not None and pump.result is not None:
-            # A steered message the CLI has not taken would run as its next turn: the
-            # process is not reused.
-            stopped = not pump.pending
+            stopped = True
             self._record_cost(warm, pump.result.total_cost_usd)
         if stopped:
             log.info("claude.interrupted", pid=warm.pid, task_id=turn.task_id)

@@ -257,3 +257,29 @@ async def test_a_read_only_or_plan_turn_writes_nothing_even_where_writes_are_all
     assert not [e for e in held + then if isinstance(e, Failed)]
     if mode == "plan":
         assert "plan mode" in json.dumps(tool_requests(mock)[0].body).lower()
+
+
+async def test_a_turn_interrupted_with_a_steered_message_untaken_leaves_no_trace_in_the_next(
+    claude_env: ClaudeEnv, mock: AnthropicMock
+) -> None:
+    mock.on("^Think slowly", Reply(text="Never finished.", stall=60))
+    async with claude(claude_env) as backend:
+        session = session_of(await run(backend, user_turn("Hello.")))
+        turn = user_turn("Think slowly.", session=session)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run, backend, turn)
+            await mock.wait_for_request(2)
+            await backend.steer(turn, (TextContent(STEER),))
+            tg.cancel_scope.cancel()
+        await backend.interrupt(turn)
+        mock.release()
+        events = await run(backend, user_turn("Next.", session=session))
+
+    # Claude Code would have run the untaken message right after its interrupt: its process
+    # was stopped instead, and the next turn resumed the session in a new one.
+    assert not [e for e in events if isinstance(e, Failed)], events
+    (answered,) = [r for r in tool_requests(mock) if r.last_user_text == "Next."]
+    assert text_of(events) == f"MOCK_REPLY #{mock.model_requests.index(answered) + 1} history: " + (
+        answered.history()
+    )
+    assert not any(r.last_user_text == STEER for r in tool_requests(mock))
