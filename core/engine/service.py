@@ -10,7 +10,7 @@ in the request).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 
 from core.backend import Backend
@@ -18,6 +18,9 @@ from core.backend.control import Capabilities, capabilities_of
 from core.engine import readiness
 from core.engine.admission import Admission
 from core.engine.config import EngineConfig
+from core.engine.control.forking import Forks
+from core.engine.control.requested import Control, control_of
+from core.engine.control.steering import Steering
 from core.engine.lifecycle import Lifecycle
 from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
@@ -128,7 +131,11 @@ class TaskService:
             budget=plugins.budget,
             places=places,
             plugin=turn_hooks,
+            forks=Forks(self._sessions, store, places.lanes, self.capabilities),
+            capabilities=self.capabilities,
+            defaults=config.turn_options.defaults,
         )
+        self._steering = Steering(backend, self._live, self._queries, self.capabilities)
         self._scheduler = Scheduler(
             driver,
             places,
@@ -217,7 +224,14 @@ class TaskService:
         config = request.configuration
         history_length = config.history_length if config else None
         blocking = config is None or not config.return_immediately
-        approval = await self._admission.approval_answer(principal, request.message)
+        control = control_of(request)
+        if control.delivery == "steer":
+            run = await self._steering.target(principal, request.message)
+            await self._steering.deliver(run, request.message)
+            if blocking:
+                await run.settled()
+            return apply_history_length(run.task, history_length)
+        approval = await self._approval(principal, request, control)
         if approval is not None:
             paused, answer = approval
             answer()
@@ -227,14 +241,14 @@ class TaskService:
         forwarded = await self._forwarded(principal, request, version)
         if forwarded is not None:
             return await self._answer_forwarded(principal, forwarded, blocking, history_length)
-        run, lane = await self._admission.admit(principal, request, version)
+        run, lane, setup = await self._admission.admit(principal, request, version, control)
         await self._claim(principal, request, run)
         if not blocking:
             run.announce()
             snapshot = run.task
-            self._scheduler.start(run, lane, request)
+            self._scheduler.start(run, lane, request, setup)
             return apply_history_length(snapshot, history_length)
-        self._scheduler.start(run, lane, request)
+        self._scheduler.start(run, lane, request, setup)
         try:
             await run.settled()
         finally:
@@ -247,7 +261,17 @@ class TaskService:
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
-        approval = await self._admission.approval_answer(principal, request.message)
+        control = control_of(request)
+        if control.delivery == "steer":
+            run = await self._steering.target(principal, request.message)
+            stream = self._watch(run, at_interrupt=True)
+            try:
+                await self._steering.deliver(run, request.message)
+            except BaseException:
+                stream.close()
+                raise
+            return stream
+        approval = await self._approval(principal, request, control)
         if approval is not None:
             paused, answer = approval
             stream = self._watch(paused, at_interrupt=True, snapshot=True)
@@ -256,11 +280,19 @@ class TaskService:
         forwarded = await self._forwarded(principal, request, version)
         if forwarded is not None:
             return EventStream(forwarded, at_interrupt=True)
-        run, lane = await self._admission.admit(principal, request, version)
+        run, lane, setup = await self._admission.admit(principal, request, version, control)
         await self._claim(principal, request, run)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
-        self._scheduler.start(run, lane, request)
+        self._scheduler.start(run, lane, request, setup)
         return stream
+
+    async def _approval(
+        self, principal: str, request: SendMessageRequest, control: Control
+    ) -> tuple[TaskRun, Callable[[], None]] | None:
+        """The paused turn `request` answers (never a message that asks for a delivery)."""
+        if control.delivery is not None:
+            return None
+        return await self._admission.approval_answer(principal, request.message)
 
     # ----- replicas --------------------------------------------------------------------------
 
@@ -310,13 +342,15 @@ class TaskService:
     ) -> str:
         """A turn another replica received for a context this one owns: admitted and started
         here as a non-blocking send; its events start with a Task snapshot."""
-        run, lane = await self._admission.admit(principal, request, version)
+        run, lane, setup = await self._admission.admit(
+            principal, request, version, control_of(request)
+        )
         if run.announced:
             # A later turn of the task: a fresh snapshot opens this turn's events elsewhere.
             self._remote.record(principal, run.task.id, StreamResponse(task=run.task))
         else:
             run.announce()
-        self._scheduler.start(run, lane, request)
+        self._scheduler.start(run, lane, request, setup)
         return run.task.id
 
     async def subscribe(self, principal: str, task_id: str) -> EventStream:

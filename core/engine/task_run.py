@@ -30,8 +30,13 @@ from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
-from core.engine.turn.content import joined_text
-from core.engine.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
+from core.engine.turn.content import agent_message, with_artifact
+from core.engine.wrapper_section import (
+    TURN_OUTCOME,
+    WRAPPER_METADATA_KEY,
+    WrapperSection,
+    usage_record,
+)
 from core.storage.latch import Latch
 from core.storage.queued import Queued
 from core.storage.tasks import TaskStore
@@ -55,16 +60,6 @@ Notify = Callable[["TaskRun", StreamResponse], None]
 # The turn's session bookkeeping, queued beside the turn's final write when called (so it
 # shares its transaction on a shared SQLite file; core/storage/queued.py), then awaited.
 TurnEnd = Callable[[], Queued[None]]
-
-
-def agent_message(task: Task, parts: list[Part]) -> Message:
-    return Message(
-        message_id=new_id(),
-        context_id=task.context_id,
-        task_id=task.id,
-        role=Role.AGENT,
-        parts=parts,
-    )
 
 
 class TaskRun:
@@ -256,8 +251,44 @@ class TaskRun:
             resume_command=resume_command,
             new_session=new_session,
             expired_session=expired_session,
+            queue=None,
             **TURN_OUTCOME,
         )
+
+    def prepared(self, turn: Turn) -> None:
+        """The turn as the backend runs it (in its context's workspace)."""
+        self._turn = turn
+
+    @property
+    def running_turn(self) -> Turn | None:
+        """While RUNNING: the turn in flight as the backend runs it, with its bound session."""
+        if self._state is not RunState.RUNNING or self._turn is None:
+            return None
+        return replace(self._turn, session_id=self._section.session_id or self._turn.session_id)
+
+    async def steered(self, user: Message, note: str) -> None:
+        """RUNNING: `user`'s message went into the running turn; it joins the history and a
+        WORKING update says so (`note`, its message's `a2aWrapper.steered` naming it)."""
+        if self._state is not RunState.RUNNING:
+            raise IllegalTransitionError(f"steered in state {self._state.value}")
+        task = self._task
+        self._task = task.model_copy(update={"history": [*(task.history or []), user]})
+        said = agent_message(task, [Part(text=note)])
+        steered = {WRAPPER_METADATA_KEY: {"steered": user.message_id}}
+        await self.set_status(TaskState.WORKING, said.model_copy(update={"metadata": steered}))
+
+    async def requeue(self, place: tuple[int, list[str]] | None) -> None:
+        """QUEUED: the task moved in its context's queue (`place`: position and the tasks
+        ahead; None: it is next): stored, then a status update with the new section."""
+        if self._state is not RunState.QUEUED or self._task.status.state.terminal:
+            return
+        queue = None if place is None else {"position": place[0], "ahead": list(place[1])}
+        if queue == self._section.queue:
+            return
+        self._set_section(queue=queue)
+        await self._persist(final=False)
+        if self._announced:
+            self._publish(self._status_event(self._task.status, a2aWrapper={"queue": queue}))
 
     def applying(self, event: BackendEvent | None) -> None:
         """The backend event being applied (for the afterEvent hook)."""
@@ -299,6 +330,7 @@ class TaskRun:
         if self._stop_reason is None:
             self._stop_reason = reason
         if was is RunState.QUEUED and not self._task.status.state.terminal:
+            self._set_section(queue=None)
             if reason is None:
                 await self.set_status(TaskState.CANCELED)
             else:
@@ -344,20 +376,12 @@ class TaskRun:
         self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
-        self._set_section(
-            usage={
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadTokens": usage.cache_read_tokens,
-                "cacheCreationTokens": usage.cache_creation_tokens,
-                "costUsd": usage.cost_usd,
-                "model": usage.model,
-            }
-        )
+        self._set_section(usage=usage_record(usage))
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
-        """`workspace` (turn hooks) and TURN_OUTCOME's keys (the turn runner)."""
-        known = {*TURN_OUTCOME, "workspace"}
+        """`workspace` (turn hooks), TURN_OUTCOME's keys (the turn runner), and what the
+        turn's admission says: `options`, `forked_from`, `queue`."""
+        known = {*TURN_OUTCOME, "workspace", "options", "forked_from", "queue"}
         self._set_section(**{k: v for k, v in sections.items() if k in known})
 
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
@@ -394,6 +418,14 @@ class TaskRun:
             if ended is not None:
                 await ended
 
+    def _status_event(self, status: TaskStatus, **metadata: Any) -> StreamResponse:
+        task, extra = self._task, metadata or None
+        return StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=status, metadata=extra
+            )
+        )
+
     async def set_status(self, state: TaskState, message: Message | None = None) -> None:
         """Move the task to `state`: hooks first, then stored, then published."""
         self.announce()
@@ -401,14 +433,7 @@ class TaskRun:
         final = state.terminal or state.interrupted
         if self._turn is not None and final:
             status = await self._hooks.final_status(self._turn, status)
-        task = self._task
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
+        event = await self._outgoing(self._status_event(status))
         if event is None or event.status_update is None:
             return
         status = event.status_update.status
@@ -432,21 +457,10 @@ class TaskRun:
     async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
         """A WORKING update with a note (a tool step's facts as a data part); never stored."""
         self.announce()
-        task = self._task
         facts = [Part(data=data, media_type="application/json")] if data else []
-        parts = [Part(text=text), *facts]
-        status = TaskStatus(
-            state=TaskState.WORKING,
-            message=agent_message(task, parts),
-            timestamp=utcnow(),
-        )
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
+        message = agent_message(self._task, [Part(text=text), *facts])
+        status = TaskStatus(state=TaskState.WORKING, message=message, timestamp=utcnow())
+        event = await self._outgoing(self._status_event(status))
         if event is not None:
             self._publish(event)
 
@@ -466,21 +480,7 @@ class TaskRun:
         )
         if event is None or event.artifact_update is None:
             return
-        update = event.artifact_update
-        artifacts = list(self._task.artifacts or [])
-        existing = next(
-            (i for i, a in enumerate(artifacts) if a.artifact_id == update.artifact.artifact_id),
-            None,
-        )
-        if update.append and existing is not None:
-            # The stream carries each chunk; the stored task holds the text whole at the end.
-            parts = [*artifacts[existing].parts, *update.artifact.parts]
-            parts = joined_text(parts) if update.last_chunk else parts
-            artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
-        elif existing is not None:
-            artifacts[existing] = update.artifact
-        else:
-            artifacts.append(update.artifact)
+        artifacts = with_artifact(self._task.artifacts or [], event.artifact_update)
         self._task = self._task.model_copy(update={"artifacts": artifacts})
         self._publish(event)
 
