@@ -1,13 +1,17 @@
 """Conversation control on the Claude backend itself (wrappers/claude/control.py), with the real
-CLI against the Anthropic mock: a message steered into a running turn, a forked session, and a
-model, an effort or a mode chosen for one turn only."""
+CLI against the Anthropic mock: a message steered into a running turn, a forked session, a
+model, an effort or a mode chosen for one turn only, and the image input it declares."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -16,6 +20,7 @@ import pytest
 from core.backend import (
     BackendEvent,
     Failed,
+    FileContent,
     SessionBound,
     TextContent,
     TextDelta,
@@ -283,3 +288,34 @@ async def test_a_turn_interrupted_with_a_steered_message_untaken_leaves_no_trace
         answered.history()
     )
     assert not any(r.last_user_text == STEER for r in tool_requests(mock))
+
+
+def _png() -> bytes:
+    """A valid 1x1 PNG (Claude Code reads an image before it sends it)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+async def test_an_attached_image_reaches_the_model_as_an_image(
+    claude_env: ClaudeEnv, mock: AnthropicMock
+) -> None:
+    image = FileContent(data=_png(), name="dot.png", media_type="image/png")
+    async with claude(claude_env) as backend:
+        turn = user_turn("What is in the picture?")
+        events = await run(backend, replace(turn, parts=(*turn.parts, image)))
+
+    assert not [e for e in events if isinstance(e, Failed)], events
+    (request,) = tool_requests(mock)
+    blocks = [b for m in request.messages for b in m["content"] if isinstance(b, dict)]
+    images = [b["source"] for b in blocks if b.get("type") == "image"]
+    assert [(s["media_type"], base64.b64decode(s["data"])) for s in images] == [
+        ("image/png", _png())
+    ]
