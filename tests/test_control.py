@@ -14,6 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from core.backend import Turn
+from core.bindings.http.keys import OPERATIONS
 from core.daemon import create_app
 from core.storage.tasks import InMemoryTaskStore
 from tests.conftest import make_settings
@@ -145,6 +146,12 @@ async def test_options_outside_what_callers_may_choose_are_invalid_params(
         "INVALID_PARAMS",
     )
 
+    listed = await alice.client.post(
+        "/a2a/jsonrpc",
+        json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+        headers={"Authorization": f"Bearer {ALICE}", "A2A-Version": "1.0"},
+    )
+    assert (await listed.json())["result"]["tasks"] == [], "nothing was stored"
     assert "metadata.a2aWrapper.mode" in mode.message and '"readOnly"' in mode.message
     assert "metadata.a2aWrapper.model" in model.message and "'m-small'" in model.message
     assert "message.metadata.a2aWrapper.delivery" in delivery.message
@@ -171,8 +178,6 @@ async def test_a_steered_message_joins_the_running_turn(make: Make, binding: str
     assert steered["id"] == task["id"]
     assert "Steered: use ORDERS" in _text(done)
     assert [m["messageId"] for m in done["history"]].count("steer-1") == 1
-    notes = [m for m in done["history"] if (m.get("metadata") or {}).get("a2aWrapper")]
-    assert [n["metadata"]["a2aWrapper"]["steered"] for n in notes] == ["steer-1"]
 
 
 async def test_a_blocking_steer_returns_once_the_turn_settles(make: Make) -> None:
@@ -219,8 +224,11 @@ async def test_a_streamed_steer_streams_the_task_from_then_on(make: Make) -> Non
         for line in text.splitlines()
         if line.startswith("data: ")
     ]
+    assert events[0]["task"]["id"] == task["id"], "it starts with the Task"
     updates = [e["statusUpdate"] for e in events if "statusUpdate" in e]
-    assert updates[0]["status"]["message"]["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    steered = updates[0]["status"]["message"]
+    assert steered["metadata"]["a2aWrapper"]["steered"] == "steer-s"
+    assert "Steered" in steered["parts"][0]["text"]
     assert [u["status"]["state"] for u in updates].count(COMPLETED) == 1
     assert updates[-1]["status"]["state"] == COMPLETED
 
@@ -371,3 +379,51 @@ async def test_a_source_with_a_running_turn_cannot_be_forked_yet(make: Make) -> 
 
     assert "turn running" in refused.message
     await _until(alice, running["id"], COMPLETED)
+
+
+async def _stream(caller: Caller, params: dict[str, Any]) -> list[dict[str, Any]] | dict[str, Any]:
+    """SendStreamingMessage (JSON-RPC v1.0): its events' results, or the error it answered."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": params}
+    headers = {"Authorization": f"Bearer {caller.token}", "A2A-Version": "1.0"}
+    response = await caller.client.post("/a2a/jsonrpc", json=body, headers=headers)
+    if response.content_type == "application/json":
+        error: dict[str, Any] = (await response.json())["error"]
+        return error
+    text = (await response.read()).decode()
+    return [
+        json.loads(line[len("data: ") :])["result"]
+        for line in text.splitlines()
+        if line.startswith("data: ")
+    ]
+
+
+async def test_a_streamed_send_takes_the_same_options_fork_and_errors(make: Make) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    source = _task(await alice.send("alpha"))["contextId"]
+    message = {"messageId": "s-1", "role": "ROLE_USER", "parts": [{"text": "recall:"}]}
+    control = {"forkFrom": source, "model": "m-small", "mode": "readOnly"}
+
+    events = await _stream(alice, {"message": message, "metadata": {"a2aWrapper": control}})
+    refused = await _stream(
+        alice, {"message": message, "metadata": {"a2aWrapper": {"mode": "everything"}}}
+    )
+
+    assert isinstance(events, list)
+    done = await alice.get(events[0]["task"]["id"])
+    assert done["status"]["state"] == COMPLETED
+    assert _text(done) == "alpha"
+    assert _section(done)["options"] == {"model": "m-small", "mode": "readOnly"}
+    assert _section(done)["forkedFrom"] == {"contextId": source}
+    assert isinstance(refused, dict) and refused["code"] == -32602, refused
+
+
+async def test_operations_say_what_callers_may_use_in_one_place(make: Make) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    operations = alice.client.app[OPERATIONS]
+
+    allowed = operations.capabilities()
+
+    assert (allowed.steer, allowed.fork) == (True, True)
+    assert allowed.models == ("m-small", "m-large"), "turnOptions.allow narrows any model"
+    assert allowed.efforts == ("low", "medium", "high")
+    assert allowed.modes == ("default", "plan", "readOnly")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import JsonValue
+
 from core.backend import NO_OPTIONS, TurnOptions
 from core.backend.control import Capabilities, options_record
 from core.engine.config import Limits
@@ -142,7 +144,7 @@ class Admission:
             raise
         self._live.hold(run)
         setup = TurnSetup(options, *((fork.source, fork.session_id) if fork else (None, None)))
-        run.record_sections(_sections(setup, lane.place(task_id)))
+        run.record_sections(_sections(setup, lane.queue_of(task_id)))
         try:
             await run.admit(user)
             if inline is not None and self._push is not None:
@@ -206,13 +208,11 @@ class Admission:
         return run or self._live.of_stored(principal, task)
 
 
-def _sections(setup: TurnSetup, place: tuple[int, list[str]] | None) -> dict[str, Any]:
+def _sections(setup: TurnSetup, queue: dict[str, JsonValue] | None) -> dict[str, Any]:
     """What the task's `a2aWrapper` says of its admission: the turn's options, the context it
     forked from, and where it waits in its context's queue."""
-    sections: dict[str, Any] = {
-        "options": dict(options_record(setup.options)) or None,
-        "queue": None if place is None else {"position": place[0], "ahead": list(place[1])},
-    }
+    sections: dict[str, Any] = {"options": dict(options_record(setup.options)) or None}
+    sections["queue"] = queue
     if setup.fork_from is not None:
         sections["forked_from"] = {"contextId": setup.fork_from}
     return sections

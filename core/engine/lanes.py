@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from pydantic import JsonValue
+
 from core.engine.gate import Gate
 from core.wire.errors import BusyError
 
@@ -30,11 +32,12 @@ class Lane:
     def holders(self) -> int:
         return len(self.order)
 
-    def place(self, task_id: str) -> tuple[int, list[str]] | None:
-        """Where `task_id` waits: its position (1 = next to run) and the tasks ahead of it;
-        None when it is first (its turn runs, or is about to)."""
+    def queue_of(self, task_id: str) -> dict[str, JsonValue] | None:
+        """Where `task_id` waits, as its task's `a2aWrapper.queue` says: `position` (1 = next
+        to run) and the tasks `ahead` of it; None when it is first (its turn runs, or is about
+        to)."""
         index = self.order.index(task_id) if task_id in self.order else 0
-        return (index, self.order[:index]) if index else None
+        return {"position": index, "ahead": list(self.order[:index])} if index else None
 
 
 class TurnLanes:

@@ -263,8 +263,9 @@ class TaskService:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
         control = control_of(request)
         if control.delivery == "steer":
+            # Like any stream it starts with the Task; the steered update follows.
             run = await self._steering.target(principal, request.message)
-            stream = self._watch(run, at_interrupt=True)
+            stream = self._watch(run, at_interrupt=True, snapshot=True)
             try:
                 await self._steering.deliver(run, request.message)
             except BaseException:

@@ -46,6 +46,7 @@ from core.wire.ids import new_id
 from core.wire.models import (
     Artifact,
     Message,
+    Metadata,
     Part,
     StreamResponse,
     Task,
@@ -260,35 +261,22 @@ class TaskRun:
         self._turn = turn
 
     @property
-    def running_turn(self) -> Turn | None:
-        """While RUNNING: the turn in flight as the backend runs it, with its bound session."""
-        if self._state is not RunState.RUNNING or self._turn is None:
-            return None
-        return replace(self._turn, session_id=self._section.session_id or self._turn.session_id)
+    def turn(self) -> Turn | None:
+        """The turn in flight, as the backend runs it (None: none)."""
+        return self._turn
 
-    async def steered(self, user: Message, note: str) -> None:
-        """RUNNING: `user`'s message went into the running turn; it joins the history and a
-        WORKING update says so (`note`, its message's `a2aWrapper.steered` naming it)."""
-        if self._state is not RunState.RUNNING:
-            raise IllegalTransitionError(f"steered in state {self._state.value}")
-        task = self._task
-        self._task = task.model_copy(update={"history": [*(task.history or []), user]})
-        said = agent_message(task, [Part(text=note)])
-        steered = {WRAPPER_METADATA_KEY: {"steered": user.message_id}}
-        await self.set_status(TaskState.WORKING, said.model_copy(update={"metadata": steered}))
-
-    async def requeue(self, place: tuple[int, list[str]] | None) -> None:
-        """QUEUED: the task moved in its context's queue (`place`: position and the tasks
-        ahead; None: it is next): stored, then a status update with the new section."""
-        if self._state is not RunState.QUEUED or self._task.status.state.terminal:
-            return
-        queue = None if place is None else {"position": place[0], "ahead": list(place[1])}
-        if queue == self._section.queue:
-            return
-        self._set_section(queue=queue)
+    async def noted(self, event: StreamResponse | None = None, **changes: Any) -> None:
+        """The task changed outside a status move: `user` (a steered message) joins the history,
+        other `changes` go to the `a2aWrapper` section (record_sections); stored, then `event`."""
+        user = changes.pop("user", None)
+        if user is not None:
+            self._task = self._task.model_copy(
+                update={"history": [*(self._task.history or []), user]}
+            )
+        self.record_sections(changes)
         await self._persist(final=False)
-        if self._announced:
-            self._publish(self._status_event(self._task.status, a2aWrapper={"queue": queue}))
+        if event is not None and self._announced:
+            self._publish(event)
 
     def applying(self, event: BackendEvent | None) -> None:
         """The backend event being applied (for the afterEvent hook)."""
@@ -418,13 +406,17 @@ class TaskRun:
             if ended is not None:
                 await ended
 
-    def _status_event(self, status: TaskStatus, **metadata: Any) -> StreamResponse:
-        task, extra = self._task, metadata or None
+    def _status_event(self, status: TaskStatus, metadata: Metadata | None = None) -> StreamResponse:
+        task = self._task
         return StreamResponse(
             status_update=TaskStatusUpdateEvent(
-                task_id=task.id, context_id=task.context_id, status=status, metadata=extra
+                task_id=task.id, context_id=task.context_id, status=status, metadata=metadata
             )
         )
+
+    def status_event(self, metadata: Metadata) -> StreamResponse:
+        """An update of the task's current status carrying `metadata` (no move)."""
+        return self._status_event(self._task.status, metadata)
 
     async def set_status(self, state: TaskState, message: Message | None = None) -> None:
         """Move the task to `state`: hooks first, then stored, then published."""
@@ -454,11 +446,15 @@ class TaskRun:
         if status.state.terminal:
             self._broker.close()
 
-    async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
-        """A WORKING update with a note (a tool step's facts as a data part); never stored."""
+    async def progress(
+        self, text: str, data: dict[str, Any] | None = None, metadata: Metadata | None = None
+    ) -> None:
+        """A WORKING update with a note (a tool step's facts as a data part; `metadata`: the
+        message's); never stored."""
         self.announce()
         facts = [Part(data=data, media_type="application/json")] if data else []
         message = agent_message(self._task, [Part(text=text), *facts])
+        message = message.model_copy(update={"metadata": metadata}) if metadata else message
         status = TaskStatus(state=TaskState.WORKING, message=message, timestamp=utcnow())
         event = await self._outgoing(self._status_event(status))
         if event is not None:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from harness.mock_models.model import MockModel
-from harness.mock_models.steps import Hold, Say, Shell, WriteFile
-from tests.contract.agent import Agent, answer, context, state, status_text, wrapper
+from harness.mock_models.steps import Hold, ModelRequest, Say, Shell, Step, WriteFile
+from tests.contract.agent import Agent, Task, answer, context, state, status_text, wrapper
 from tests.contract.conftest import Serve
 from tests.contract.targets import BackendTarget
 
@@ -58,6 +58,14 @@ def test_the_card_publishes_what_the_agent_can_do(agent: Agent) -> None:
     assert "default" in record["modes"]
 
 
+def _held(agent: Agent, model: MockModel, text: str, *steps: Step) -> tuple[Task, ModelRequest]:
+    """A task whose turn's first model request the mock holds (then `steps`), sent on a
+    context of its own without waiting; the task and that request."""
+    model.script(list(steps))
+    task = agent.send(text, context(), returnImmediately=True)
+    return task, model.wait_for_request(lambda r: text in r.last_user_text)
+
+
 def _terminal_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     updates = [e["statusUpdate"] for e in events if "statusUpdate" in e]
     return [u for u in updates if u["status"]["state"].endswith(TERMINAL)]
@@ -67,10 +75,13 @@ def _terminal_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_steered_message_reaches_the_running_turn_which_completes_once(
     agent: Agent, model: MockModel
 ) -> None:
-    ctx = context()
-    model.script([Hold(Shell("echo first-step")), Say("Done, with the other table.")])
-    task = agent.send("Update the report from the SALES table.", ctx, returnImmediately=True)
-    held = model.wait_for_request(lambda r: "SALES table" in r.last_user_text)
+    task, held = _held(
+        agent,
+        model,
+        "Update the report from the SALES table.",
+        Hold(Shell("echo first-step")),
+        Say("Done, with the other table."),
+    )
     steer = agent.params(STEER, taskId=task["id"], control={"delivery": "steer"})
     steer_id = steer["message"]["messageId"]
 
@@ -98,23 +109,23 @@ def test_a_steered_message_reaches_the_running_turn_which_completes_once(
     assert [m["messageId"] for m in done["history"]].count(steer_id) == 1
     assert len(_terminal_updates(events)) == 1, events
     assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
-    steered = [
-        e["statusUpdate"]
+    # The stream starts with the Task, whose status (or a later update) says it was steered.
+    statuses = [
+        e["task"]["status"] if "task" in e else e.get("statusUpdate", {}).get("status", {})
         for e in events
-        if "statusUpdate" in e and "steered" in status_text(e["statusUpdate"]).lower()
     ]
+    steered = [s for s in statuses if wrapper(s.get("message") or {}).get("steered") == steer_id]
     assert steered, events
-    assert wrapper(steered[0]["status"]["message"])["steered"] == steer_id
+    assert "steered" in status_text({"status": steered[0]}).lower()
 
 
 @pytest.mark.lacks("steer")
 def test_steering_an_agent_that_cannot_is_refused_naming_the_queue(
     agent: Agent, model: MockModel
 ) -> None:
-    ctx = context()
-    model.script([Hold(Say("Done as first asked."))])
-    task = agent.send("Update the report from the SALES table.", ctx, returnImmediately=True)
-    model.wait_for_request(lambda r: "SALES table" in r.last_user_text)
+    task, _ = _held(
+        agent, model, "Update the report from the SALES table.", Hold(Say("Done as first."))
+    )
 
     error = agent.refusal(agent.params(STEER, taskId=task["id"], control={"delivery": "steer"}))
     model.release()
@@ -129,10 +140,8 @@ def test_steering_an_agent_that_cannot_is_refused_naming_the_queue(
 def test_messages_behind_a_running_turn_wait_in_a_visible_queue_and_leave_it_when_canceled(
     agent: Agent, model: MockModel
 ) -> None:
-    ctx = context()
-    model.script([Hold(Say("First done."))])
-    first = agent.send("First: count the rows.", ctx, returnImmediately=True)
-    model.wait_for_request(lambda r: "count the rows" in r.last_user_text)
+    first, _ = _held(agent, model, "First: count the rows.", Hold(Say("First done.")))
+    ctx = first["contextId"]
 
     second = agent.send("Second: drop the table.", ctx, returnImmediately=True)
     # With the running task's id and `delivery: queue`: a new task in its context.

@@ -6,17 +6,20 @@ UnsupportedOperation naming `delivery: "queue"`, before anything is stored."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import structlog
 
 from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.backend.control import Capabilities, Steerable, SteerRefusedError
 from core.engine.queries import LiveRuns, TaskQueries
+from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.content import part_to_content
 from core.engine.turn.guard import backend_call
+from core.engine.wrapper_section import WRAPPER_METADATA_KEY
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
-from core.wire.models import Message
+from core.wire.models import Message, Metadata
 
 log = structlog.get_logger(__name__)
 
@@ -31,6 +34,15 @@ def _not_running(task_id: str, state: str) -> UnsupportedOperationError:
     return UnsupportedOperationError(
         f"Task {task_id} has no running turn to steer (it is {state}); {QUEUE_INSTEAD}."
     )
+
+
+def _running(run: TaskRun) -> Turn | None:
+    """The run's turn while it runs (not queued, paused or stopping), with its bound session
+    and its workspace: what `steer` is given."""
+    turn = run.turn
+    if run.state is not RunState.RUNNING or turn is None:
+        return None
+    return replace(turn, session_id=run.session_id or turn.session_id)
 
 
 class Steering:
@@ -63,22 +75,25 @@ class Steering:
         if not self._capabilities().steer or not isinstance(self._backend, Steerable):
             raise UnsupportedOperationError(CANNOT_STEER)
         run = self._live.get(principal, task.id)
-        if run is None or run.running_turn is None:
+        if run is None or _running(run) is None:
             state = task.status.state.value.removeprefix("TASK_STATE_").lower()
             raise _not_running(task.id, state.replace("_", "-"))
         return run
 
     async def deliver(self, run: TaskRun, message: Message) -> None:
         """Hand `message` to the agent's running turn, then record it in the task."""
-        turn = run.running_turn
+        turn = _running(run)
         if turn is None:
             raise _not_running(run.task.id, "ending")
         await self._steer(turn, message)
-        if run.running_turn is None:
+        if _running(run) is None:
             # The turn ended while the agent took it: nothing can show it was steered.
             raise _not_running(run.task.id, "ending")
-        user = message.model_copy(update={"context_id": run.task.context_id})
-        await run.steered(user, STEERED_NOTE)
+        # The message joins the stored history; a WORKING note (like progress: the task's
+        # status is not moved) says it was steered.
+        await run.noted(user=message.model_copy(update={"context_id": run.task.context_id}))
+        steered: Metadata = {WRAPPER_METADATA_KEY: {"steered": message.message_id}}
+        await run.progress(STEERED_NOTE, metadata=steered)
 
     async def _steer(self, turn: Turn, message: Message) -> None:
         backend = self._backend
