@@ -48,11 +48,14 @@ def make(aiohttp_client: Callable[..., Awaitable[TestClient[Any, Any]]], tmp_pat
     """`make(binding, scripted=False)`: the app (echo, or the scripted backend) and a caller
     for alice and one for bob on `binding`."""
 
-    async def made(binding: str, *, scripted: bool = False) -> tuple[Caller, Caller]:
+    async def made(
+        binding: str, *, scripted: bool = False, ask: bool = False
+    ) -> tuple[Caller, Caller]:
         tokens = [{"token": ALICE, "principal": "alice"}, {"token": BOB, "principal": "bob"}]
         settings = make_settings(
             server={"grpcPort": 0, "auth": {"tokens": tokens}},
             turnOptions={"allow": {"models": ["m-small", "m-large"]}},
+            approvals={"mode": "ask" if ask else "policy"},
         )
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
@@ -427,3 +430,53 @@ async def test_operations_say_what_callers_may_use_in_one_place(make: Make) -> N
     assert allowed.models == ("m-small", "m-large"), "turnOptions.allow narrows any model"
     assert allowed.efforts == ("low", "medium", "high")
     assert allowed.modes == ("default", "plan", "readOnly")
+
+
+async def test_a_turn_paused_on_a_question_is_not_steered_but_can_be_queued_behind(
+    make: Make,
+) -> None:
+    alice, _ = await make("jsonrpc-1.0", ask=True)
+    paused = _task(await alice.send("write: asked.txt\nx", now=True))
+    await _until(alice, paused["id"], "TASK_STATE_INPUT_REQUIRED")
+    steer = {"a2aWrapper": {"delivery": "steer"}}
+
+    refused = _refused(
+        await alice.send("go on", taskId=paused["id"], metadata=steer), "UNSUPPORTED_OPERATION"
+    )
+    queued = _task(
+        await alice.send(
+            "after", taskId=paused["id"], metadata={"a2aWrapper": {"delivery": "queue"}}, now=True
+        )
+    )
+    await alice.cancel(paused["id"])
+
+    assert 'delivery: "queue"' in refused.message and "input-required" in refused.message
+    assert queued["id"] != paused["id"] and queued["contextId"] == paused["contextId"]
+    assert _section(queued)["queue"] == {"position": 1, "ahead": [paused["id"]]}
+    assert _text(await _until(alice, queued["id"], COMPLETED)) == "after"
+
+
+async def test_a_streamed_send_behind_a_running_turn_streams_its_place_then_its_turn(
+    make: Make,
+) -> None:
+    alice, _ = await make("jsonrpc-1.0")
+    first = _task(await alice.send("sleep: 1", now=True))
+    await _until(alice, first["id"], WORKING)
+    message = {
+        "messageId": "q-1",
+        "role": "ROLE_USER",
+        "parts": [{"text": "queued"}],
+        "contextId": first["contextId"],
+    }
+
+    events = await _stream(alice, {"message": message})
+
+    assert isinstance(events, list)
+    assert _section(events[0]["task"])["queue"] == {"position": 1, "ahead": [first["id"]]}
+    moves = [
+        e["statusUpdate"]["metadata"]["a2aWrapper"]["queue"]
+        for e in events
+        if "statusUpdate" in e and (e["statusUpdate"].get("metadata") or {}).get("a2aWrapper")
+    ]
+    assert moves == [None], "it said once that it is next"
+    assert events[-1]["statusUpdate"]["status"]["state"] == COMPLETED
