@@ -151,6 +151,9 @@ def _codex_block(url: str, places: Places) -> dict[str, Any]:
 
 
 def _opencode_block(url: str, places: Places) -> dict[str, Any]:
+    config = provider_config(url)
+    models = config["provider"]["mock"]["models"]
+    models["mock-model-b"] = {**models["mock-model"], "name": "Mock B"}  # other_model
     return {
         "workingDirectory": str(places.work),
         "home": str(places.root / "opencode-home"),
@@ -158,7 +161,7 @@ def _opencode_block(url: str, places: Places) -> dict[str, Any]:
         "model": "mock/mock-model",
         "maxRetries": 1,
         "env": {**TEST_ENV, "HOME": str(_home(places))},
-        "config": provider_config(url),
+        "config": config,
     }
 
 
@@ -253,7 +256,6 @@ TARGETS: list[BackendTarget] = [
         check_question=_opencode_question,
         asks={"permission": {"bash": "ask"}},
         credentials_fix="opencode auth login",
-        lacks=frozenset({"steer"}),
         other_model="mock/mock-model-b",
         other_model_seen="mock-model-b",
     ),
@@ -269,7 +271,6 @@ TARGETS: list[BackendTarget] = [
         marker_outside=True,
         check_question=_copilot_question,
         credentials_fix="copilot.provider.apiKey",
-        lacks=frozenset({"steer", "fork"}),
     ),
 ]
 
