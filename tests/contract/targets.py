@@ -223,6 +223,8 @@ TARGETS: list[BackendTarget] = [
         check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
         credentials_fix="ANTHROPIC_API_KEY",
+        # Lacks nothing (wrappers/claude/control.py); Claude Code sends a model as named, but
+        # for aliases and retired models, which it maps to its current ones.
         other_model="claude-haiku-4-5",
         # One retry: the provider's retry-after shows in Claude Code's api_retry message.
         health_block={"env": {"CLAUDE_CODE_MAX_RETRIES": "1"}},
