@@ -58,12 +58,19 @@ def test_the_card_publishes_what_the_agent_can_do(agent: Agent) -> None:
     assert "default" in record["modes"]
 
 
+def _asked(model: MockModel, text: str) -> ModelRequest:
+    """The turn's model request whose last user text holds `text`: one offering tools, since
+    agents also send tool-less requests quoting the user (OpenCode titles the session on its
+    small model), which are no turn's."""
+    return model.wait_for_request(lambda r: r.offers_tools and text in r.last_user_text)
+
+
 def _held(agent: Agent, model: MockModel, text: str, *steps: Step) -> tuple[Task, ModelRequest]:
     """A task whose turn's first model request the mock holds (then `steps`), sent on a
     context of its own without waiting; the task and that request."""
     model.script(list(steps))
     task = agent.send(text, context(), returnImmediately=True)
-    return task, model.wait_for_request(lambda r: text in r.last_user_text)
+    return task, _asked(model, text)
 
 
 def _terminal_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -194,12 +201,12 @@ def test_a_fork_starts_from_the_source_history_and_the_source_never_sees_the_for
     assert state(forked) == COMPLETED, forked
     assert wrapper(forked)["forkedFrom"] == {"contextId": source}
     assert wrapper(forked)["sessionId"] != wrapper(first)["sessionId"]
-    seen = model.wait_for_request(lambda r: "Which word" in r.last_user_text)
+    seen = _asked(model, "Which word")
     assert any(t.endswith("Remember the word KIWI.") for t in seen.texts("user"))
     assert "Noted: KIWI." in seen.texts("assistant")
     assert state(again) == COMPLETED, again
     assert wrapper(again)["sessionId"] == wrapper(first)["sessionId"]
-    later = model.wait_for_request(lambda r: "still yours alone" in r.last_user_text)
+    later = _asked(model, "still yours alone")
     assert any(t.endswith("Remember the word KIWI.") for t in later.texts("user"))
     assert not any("Which word" in t for t in later.texts("user")), "the source saw the fork"
 
@@ -230,7 +237,7 @@ def test_a_message_chooses_the_model_of_its_turn(agent: Agent, model: MockModel)
     assert state(task) == COMPLETED, task
     assert answer(task) == "Answered by the other model."
     assert wrapper(task)["options"]["model"] == target.other_model
-    seen = model.wait_for_request(lambda r: "model I chose" in r.last_user_text)
+    seen = _asked(model, "model I chose")
     assert seen.model == (target.other_model_seen or target.other_model)
 
 
@@ -245,6 +252,6 @@ def test_a_read_only_turn_leaves_the_workspace_unchanged(agent: Agent, model: Mo
 
     assert state(task).endswith(TERMINAL), task
     assert wrapper(task)["options"]["mode"] == "readOnly"
-    model.wait_for_request(lambda r: "read-only-proof" in r.last_user_text)
+    _asked(model, "read-only-proof")
     assert not target.exists(), "a readOnly turn wrote a file"
     assert sorted(p.relative_to(work) for p in work.rglob("*")) == before

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from core.backend import TurnOptions
 from core.backend.control import Capabilities
@@ -73,3 +74,21 @@ def test_options_are_checked_against_what_callers_may_choose_then_defaulted() ->
         "metadata.a2aWrapper.mode",
     ]
     assert "'a', 'b'" in refused.value.message
+
+
+def test_a_default_the_backend_does_not_offer_is_left_out_not_passed_on() -> None:
+    allowed = Capabilities(models=("a",), efforts=(), modes=("default",))
+    defaults = TurnOptions("gone", "high", "readOnly")
+
+    with capture_logs() as logs:
+        first = turn_options(Control(), allowed, defaults)
+        again = turn_options(Control(options=TurnOptions(model="a")), allowed, defaults)
+
+    assert first == TurnOptions()
+    assert again == TurnOptions(model="a")
+    warned = [e for e in logs if e["event"] == "turn_options.default_not_offered"]
+    assert sorted(e["key"] for e in warned) == [
+        "turnOptions.defaults.effort",
+        "turnOptions.defaults.mode",
+        "turnOptions.defaults.model",
+    ]

@@ -14,11 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+import structlog
+
 from core.backend import MODES, NO_OPTIONS, Mode, TurnOptions
 from core.backend.control import Capabilities, refused
 from core.engine.wrapper_section import WRAPPER_METADATA_KEY
 from core.wire.errors import InvalidParamsError
 from core.wire.models import SendMessageRequest
+
+log = structlog.get_logger(__name__)
 
 Delivery = Literal["steer", "queue"]
 DELIVERIES: tuple[Delivery, ...] = ("steer", "queue")
@@ -91,16 +95,41 @@ def _parsed(raw: object, where: str) -> Control:
 
 def turn_options(control: Control, allowed: Capabilities, defaults: TurnOptions) -> TurnOptions:
     """The options the turn runs with: what the message chose, each checked against what
-    callers may choose (`allowed`; InvalidParams naming what is), else the default."""
+    callers may choose (`allowed`; InvalidParams naming what is), else the default. A
+    default the backend does not offer (now) is left out, logged once: the backend never
+    receives what it did not declare, and the turn runs with its configured value."""
     problems = refused(control.options, allowed)
     if problems:
         raise _invalid([(f"{control.where}.{field}", text) for field, text in problems])
     chosen = control.options
+    unusable = refused(defaults, allowed)
+    if unusable:
+        _not_offered(unusable)
+        dropped = {field for field, _ in unusable}
+        defaults = TurnOptions(
+            None if "model" in dropped else defaults.model,
+            None if "effort" in dropped else defaults.effort,
+            None if "mode" in dropped else defaults.mode,
+        )
     return TurnOptions(
         chosen.model or defaults.model,
         chosen.effort or defaults.effort,
         chosen.mode or defaults.mode,
     )
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _not_offered(problems: list[tuple[str, str]]) -> None:
+    for field, allowed in problems:
+        if (field, allowed) not in _warned:
+            _warned.add((field, allowed))
+            log.warning(
+                "turn_options.default_not_offered",
+                key=f"turnOptions.defaults.{field}",
+                allowed=allowed,
+            )
 
 
 def _invalid(problems: list[tuple[str, str]]) -> InvalidParamsError:
