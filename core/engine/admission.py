@@ -8,6 +8,7 @@ terminal tasks are immutable; a message answering a paused turn's approval resum
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from core.engine.config import Limits
 from core.engine.lanes import Lane
@@ -34,6 +35,37 @@ def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
         f"Context {message.context_id} does not match context {task.context_id} of task {task.id}",
         violations=[("message.contextId", "does not match the task's context")],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A new turn the engine admitted and has not started: its run (the task stored
+    SUBMITTED) and its place in the context's lane."""
+
+    run: TaskRun
+    lane: Lane
+
+    @property
+    def task(self) -> Task:
+        return self.run.task
+
+    @property
+    def announced(self) -> bool:
+        """Its task has been shown to watchers already (a later turn of it)."""
+        return self.run.announced
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A message answering the approval a paused turn waits on: the turn, resumed, and the
+    call that hands the answer to the agent (made once the caller watches)."""
+
+    run: TaskRun
+    give: Callable[[], None]
+
+
+Admitted = NewTurn | Answer
+"""A message the engine took and has not answered yet."""
 
 
 class Admission:

@@ -11,17 +11,16 @@ in the request).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 
 from core.backend import Backend
 from core.engine import readiness
-from core.engine.admission import Admission
+from core.engine.admission import Admission, Admitted, Answer, NewTurn
 from core.engine.config import EngineConfig
 from core.engine.lifecycle import Lifecycle
 from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.readiness import Readiness
-from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
 from core.engine.scheduling import Scheduler
 from core.engine.streams import EventStream, apply_history_length
 from core.engine.task_run import TaskRun
@@ -35,8 +34,6 @@ from core.storage.push import PushVersion
 from core.storage.sessions import InMemorySessionStore
 from core.storage.tasks import TaskStore
 from core.wire.errors import (
-    DaemonError,
-    InternalError,
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
@@ -47,19 +44,8 @@ from core.wire.models import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
-    StreamResponse,
     Task,
 )
-
-
-def _task_id(event: StreamResponse | None) -> str:
-    if event is not None and event.status_update is not None:
-        return event.status_update.task_id
-    if event is not None and event.artifact_update is not None:
-        return event.artifact_update.task_id
-    if event is not None and event.task is not None:
-        return event.task.id
-    raise InternalError("A forwarded turn ended without an event")
 
 
 class TaskService:
@@ -72,12 +58,11 @@ class TaskService:
         sessions: SessionManager | None = None,
         plugins: Plugins = NO_PLUGINS,
         push: PushDispatcher | None = None,
-        remote: RemoteTasks = NO_REMOTE,
     ) -> None:
         """`plugins`: what extends the engine (workspaces and budgets, the budget a turn
-        reserves as it is admitted, the policy hooks, the turn observer); `remote`: the other
-        replicas (their tasks can be watched and cancelled from here, and this one's events
-        reach them)."""
+        reserves as it is admitted, the policy hooks, the turn observer, who else hears each
+        event). The engine knows only the turns that run here: what sits in front of it
+        (core/cluster/router.py) sends a turn elsewhere."""
         config = config or EngineConfig()
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
@@ -87,8 +72,7 @@ class TaskService:
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
-        self._remote = remote
-        self._live = LiveRuns(store, push, None if remote is NO_REMOTE else remote.record)
+        self._live = LiveRuns(store, push, plugins.published)
         self._queries = TaskQueries(store, self._live)
         self.push_configs = PushConfigs(push, self._queries.load)
         runner = TurnRunner(
@@ -194,6 +178,10 @@ class TaskService:
 
     # ----- reads -----------------------------------------------------------------------------
 
+    async def load(self, principal: str, task_id: str) -> Task:
+        """The principal's task as it is now (TaskNotFoundError if there is none)."""
+        return await self._queries.load(principal, task_id)
+
     async def get(self, principal: str, request: GetTaskRequest) -> Task:
         return await self._queries.get(principal, request)
 
@@ -208,21 +196,52 @@ class TaskService:
         """SendMessage: blocking by default (returns once the turn settles), or at once with
         `returnImmediately`. `version` is the caller's protocol version, kept with an inline
         push config."""
+        admitted: Admitted | None = await self.answering(principal, request.message)
+        if admitted is None:
+            admitted = await self.admit(principal, request, version)
+        return await self.reply(admitted, request)
+
+    async def stream(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> EventStream:
+        """SendStreamingMessage: validation errors raise here, before any event exists."""
+        admitted: Admitted | None = await self.answering(principal, request.message)
+        if admitted is None:
+            admitted = await self.admit(principal, request, version)
+        return self.events(admitted, request)
+
+    # A send in two steps, so that what sits in front of the engine (core/cluster/router.py)
+    # can act between them: the message is taken (`answering`, else `admit`), then answered
+    # (`reply`, `events`, or `start` for no one waiting).
+
+    async def answering(self, principal: str, message: Message) -> Answer | None:
+        """When `message` answers the approval a turn paused here waits on: that turn,
+        resumed (its task WORKING again); else None."""
+        approval = await self._admission.approval_answer(principal, message)
+        if approval is None:
+            return None
+        return Answer(*approval)
+
+    async def admit(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> NewTurn:
+        """A new turn of the message's task: validated, stored SUBMITTED, holding its place in
+        the context's lane and a turn slot; not started yet."""
+        return NewTurn(*await self._admission.admit(principal, request, version))
+
+    async def reply(self, admitted: Admitted, request: SendMessageRequest) -> Task | Message:
+        """What SendMessage returns for `admitted`: once its turn settles (blocking, the
+        default), or the task at once (`returnImmediately`)."""
         config = request.configuration
         history_length = config.history_length if config else None
         blocking = config is None or not config.return_immediately
-        approval = await self._admission.approval_answer(principal, request.message)
-        if approval is not None:
-            paused, answer = approval
-            answer()
+        run = admitted.run
+        if isinstance(admitted, Answer):
+            admitted.give()
             if blocking:
-                await paused.settled()
-            return apply_history_length(paused.task, history_length)
-        forwarded = await self._forwarded(principal, request, version)
-        if forwarded is not None:
-            return await self._answer_forwarded(principal, forwarded, blocking, history_length)
-        run, lane = await self._admission.admit(principal, request, version)
-        await self._claim(principal, request, run)
+                await run.settled()
+            return apply_history_length(run.task, history_length)
+        lane = admitted.lane
         if not blocking:
             run.announce()
             snapshot = run.task
@@ -237,81 +256,26 @@ class TaskService:
             return run.reply
         return apply_history_length(run.task, history_length)
 
-    async def stream(
-        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
-    ) -> EventStream:
-        """SendStreamingMessage: validation errors raise here, before any event exists."""
-        approval = await self._admission.approval_answer(principal, request.message)
-        if approval is not None:
-            paused, answer = approval
-            stream = self._watch(paused, at_interrupt=True, snapshot=True)
-            answer()
+    def events(self, admitted: Admitted, request: SendMessageRequest) -> EventStream:
+        """The events of `admitted`'s turn as SendStreamingMessage streams them."""
+        run = admitted.run
+        if isinstance(admitted, Answer):
+            stream = self._watch(run, at_interrupt=True, snapshot=True)
+            admitted.give()
             return stream
-        forwarded = await self._forwarded(principal, request, version)
-        if forwarded is not None:
-            return EventStream(forwarded, at_interrupt=True)
-        run, lane = await self._admission.admit(principal, request, version)
-        await self._claim(principal, request, run)
         stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
-        self._scheduler.start(run, lane, request)
+        self._scheduler.start(run, admitted.lane, request)
         return stream
 
-    # ----- replicas --------------------------------------------------------------------------
+    def start(self, turn: NewTurn, request: SendMessageRequest) -> None:
+        """Start `turn` with no one waiting on it (a non-blocking send whose caller is
+        elsewhere); its task is announced first."""
+        turn.run.announce()
+        self._scheduler.start(turn.run, turn.lane, request)
 
-    async def _forwarded(
-        self, principal: str, request: SendMessageRequest, version: PushVersion
-    ) -> EventSource | None:
-        """The turn's events from the replica that owns its context, when that is another
-        live one (it ran there); None: it runs here."""
-        if self._remote is NO_REMOTE:
-            return None
-        message = request.message
-        context_id = message.context_id
-        if context_id is None and message.task_id:
-            try:
-                context_id = (await self._queries.load(principal, message.task_id)).context_id
-            except DaemonError:
-                return None  # admission says what is wrong with it
-        if context_id is None:
-            return None
-        owner = await self._remote.owner_elsewhere(principal, context_id)
-        if owner is None:
-            return None
-        return await self._remote.forward(owner, principal, request, version)
-
-    async def _claim(self, principal: str, request: SendMessageRequest, run: TaskRun) -> None:
-        """A new context's first turn runs here: this replica owns the context."""
-        message = request.message
-        if self._remote is not NO_REMOTE and message.context_id is None and not message.task_id:
-            await self._remote.owner_elsewhere(principal, run.task.context_id)
-
-    async def _answer_forwarded(
-        self, principal: str, events: EventSource, blocking: bool, history_length: int | None
-    ) -> Task | Message:
-        last: StreamResponse | None = None
-        async with aclosing(EventStream(events, at_interrupt=True).__aiter__()) as stream:
-            async for event in stream:
-                if not blocking and event.task is not None:
-                    return apply_history_length(event.task, history_length)
-                last = event
-        if last is not None and last.message is not None:
-            return last.message
-        task_id = _task_id(last)
-        return apply_history_length(await self._queries.load(principal, task_id), history_length)
-
-    async def admit_here(
-        self, principal: str, request: SendMessageRequest, version: PushVersion
-    ) -> str:
-        """A turn another replica received for a context this one owns: admitted and started
-        here as a non-blocking send; its events start with a Task snapshot."""
-        run, lane = await self._admission.admit(principal, request, version)
-        if run.announced:
-            # A later turn of the task: a fresh snapshot opens this turn's events elsewhere.
-            self._remote.record(principal, run.task.id, StreamResponse(task=run.task))
-        else:
-            run.announce()
-        self._scheduler.start(run, lane, request)
-        return run.task.id
+    def holds(self, principal: str, task_id: str) -> bool:
+        """A run of the principal's task is live here (a turn in flight, or watched)."""
+        return self._live.get(principal, task_id) is not None
 
     async def subscribe(self, principal: str, task_id: str) -> EventStream:
         task = await self._queries.load(principal, task_id)
@@ -319,10 +283,6 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state: {task.status.state.value}"
             )
-        if self._live.get(principal, task_id) is None and await self._remote.running_elsewhere(
-            principal, task_id
-        ):
-            return EventStream(self._remote.watch(principal, task_id), at_interrupt=False)
         run = self._live.of_stored(principal, task)
         self._live.hold(run)
         return self._watch(run, at_interrupt=False, snapshot=True)
@@ -348,21 +308,18 @@ class TaskService:
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
             return run.task
-        if run is None and await self._remote.running_elsewhere(principal, request.id):
-            return await self._remote.cancel(principal, request.id)
         run = run or self._live.of_stored(principal, task)
         await run.cancel_idle()
         self._live.forget(request.id)
         return run.task
 
-    async def stop_turns(self, reason: str) -> int:
-        """Stop every turn running here, failing each with `reason` (a replica whose lease
-        expired: its contexts may run elsewhere now); returns how many."""
-        return await self._scheduler.stop_now(reason)
-
-    async def cancel_here(self, principal: str, task_id: str) -> None:
-        """A cancel another replica received for a task whose turn runs here (a no-op when
-        it has no turn in flight here any more)."""
+    async def cancel_turn(self, principal: str, task_id: str) -> None:
+        """Cancel the turn of the task in flight here, if there is one (a no-op otherwise)."""
         run = self._live.get(principal, task_id)
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
+
+    async def stop_turns(self, reason: str) -> int:
+        """Stop every turn running here, failing each with `reason` (e.g. a replica whose
+        lease expired: its contexts may run elsewhere now); returns how many."""
+        return await self._scheduler.stop_now(reason)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from core.backend import ArtifactOut, Turn, Usage
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.policy import NO_HOOKS, Hooks
+from core.engine.task_run import Notify
 from core.wire.models import Message
 
 
@@ -165,13 +166,15 @@ class Plugins:
     """Everything that extends the engine: `turn` (workspaces, budgets: the check of a
     message before it is stored, then each turn's four points), the user's policy `hooks`
     (`hooks.*`: before a turn, on each event, after it; they run outside TaskRun's
-    transitions), the `observer` of each turn (metrics, traces), and the `budget` a turn
-    reserves as it is admitted."""
+    transitions), the `observer` of each turn (metrics, traces), the `budget` a turn
+    reserves as it is admitted, and who else hears each event a run publishes (`published`:
+    after its subscribers, never waiting; the other replicas' watchers)."""
 
     turn: TurnHooks = NO_TURN_HOOKS
     hooks: Hooks = NO_HOOKS
     observer: TurnObserver = NO_OBSERVER
     budget: TurnBudget = NO_BUDGET
+    published: Notify | None = None
 
 
 NO_PLUGINS = Plugins()
