@@ -8,10 +8,13 @@ A run is in one of five states, changed only by its transition methods:
     QUEUED | RUNNING | PAUSED | STOPPING --finish--> DONE
 
 DONE is also where a run starts (a new task before its admission, a stored one being watched):
-it means no turn is in flight. Each transition checks it is legal, then persists, then
-publishes, so the snapshot, the stored copy and what subscribers see never disagree. The task
-itself is a frozen wire model: every change makes a new `Task` (`model_copy(update=...)`), so
-the snapshot is handed out as it is, never copied.
+it means no turn is in flight. The task's A2A state changes only through the run's named
+outcomes (`work`, `complete`, `fail`, `reject`, `ask`, `ask_auth`, `cancel`, and `admit`,
+`pause`, `resume`, `stop`), each checked against `TASK_LEGAL` (run_state.py). Each transition
+checks it is legal, then persists, then publishes, so the snapshot, the stored copy and what
+subscribers see never disagree; the user's policy hooks run before it (they may rewrite or
+drop the update), never inside it. The task is a frozen wire model: every change makes a new
+`Task` (task_content.py), so the snapshot is handed out as it is, never copied.
 
 The task's `a2aWrapper` section (wrapper_section.py), with the session id, is built here only.
 """
@@ -29,8 +32,15 @@ from pydantic import JsonValue
 from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
-from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
-from core.engine.turn.content import joined_text
+from core.engine.run_state import LEGAL, IllegalTransitionError, RunState, check_task_move
+from core.engine.task_content import (
+    agent_message,
+    status_event,
+    with_answer,
+    with_artifact,
+    with_status,
+    with_turn,
+)
 from core.engine.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
 from core.storage.latch import Latch
 from core.storage.queued import Queued
@@ -46,7 +56,6 @@ from core.wire.models import (
     Task,
     TaskArtifactUpdateEvent,
     TaskStatus,
-    TaskStatusUpdateEvent,
 )
 
 log = structlog.get_logger(__name__)
@@ -55,16 +64,6 @@ Notify = Callable[["TaskRun", StreamResponse], None]
 # The turn's session bookkeeping, queued beside the turn's final write when called (so it
 # shares its transaction on a shared SQLite file; core/storage/queued.py), then awaited.
 TurnEnd = Callable[[], Queued[None]]
-
-
-def agent_message(task: Task, parts: list[Part]) -> Message:
-    return Message(
-        message_id=new_id(),
-        context_id=task.context_id,
-        task_id=task.id,
-        role=Role.AGENT,
-        parts=parts,
-    )
 
 
 class TaskRun:
@@ -195,11 +194,14 @@ class TaskRun:
 
     # ----- transitions -----------------------------------------------------------------------
 
-    def _move(self, transition: str, to: RunState) -> None:
+    def _check(self, transition: str) -> None:
         if self._state not in LEGAL[transition]:
             raise IllegalTransitionError(
                 f"{transition} is not allowed in state {self._state.value} (task {self._task.id})"
             )
+
+    def _move(self, transition: str, to: RunState) -> None:
+        self._check(transition)
         self._state = to
 
     async def admit(self, user: Message) -> None:
@@ -207,18 +209,14 @@ class TaskRun:
 
         The state changes before the first await, so two concurrent follow-ups cannot both
         continue one task; if the store refuses, the run is DONE again."""
+        if self._announced:  # a later turn (a new task is born SUBMITTED)
+            check_task_move(self._task.id, self._task.status.state, TaskState.SUBMITTED)
         self._move("admit", RunState.QUEUED)
         before = self._task
-        previous = before.status.message
         self._finished = Latch()
         self._settled = Latch()
         self._stop_reason = None
-        self._task = before.model_copy(
-            update={
-                "history": [*(before.history or []), *([previous] if previous else []), user],
-                "status": TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
-            }
-        )
+        self._task = with_turn(before, user)
         try:
             await self._store.save(self._principal, self._task)
         except BaseException:
@@ -265,9 +263,14 @@ class TaskRun:
 
     async def pause(self, approval: ApprovalRequest, question: list[Part]) -> None:
         """RUNNING -> PAUSED: the agent waits on `approval`; the task is INPUT_REQUIRED."""
+        self._check("pause")
+        check_task_move(self._task.id, self._task.status.state, TaskState.INPUT_REQUIRED)
+        self.announce()
+        event = await self._hooked(TaskState.INPUT_REQUIRED, agent_message(self._task, question))
         self._move("pause", RunState.PAUSED)
         self._pending = approval
-        await self.set_status(TaskState.INPUT_REQUIRED, agent_message(self._task, question))
+        if event is not None:
+            await self._change_status(event)
 
     async def resume(self, user: Message) -> None:
         """PAUSED -> RUNNING: the question and `user`'s answer go to the history, and the task
@@ -275,15 +278,8 @@ class TaskRun:
         self._move("resume", RunState.RUNNING)
         self._pending = None
         self._settled = Latch()
-        task = self._task
-        question = task.status.message
-        self._task = task.model_copy(
-            update={
-                "history": [*(task.history or []), *([question] if question else []), user],
-                "status": task.status.model_copy(update={"message": None}),
-            }
-        )
-        await self.set_status(TaskState.WORKING)
+        self._task = with_answer(self._task, user)
+        await self._set_status(TaskState.WORKING)
 
     def release_approval(self) -> ApprovalRequest | None:
         """The turn is ending: the approval it still waits on, if any (to be denied)."""
@@ -300,11 +296,9 @@ class TaskRun:
             self._stop_reason = reason
         if was is RunState.QUEUED and not self._task.status.state.terminal:
             if reason is None:
-                await self.set_status(TaskState.CANCELED)
+                await self.cancel()
             else:
-                await self.set_status(
-                    TaskState.FAILED, agent_message(self._task, [Part(text=reason)])
-                )
+                await self.fail(agent_message(self._task, [Part(text=reason)]))
         if self._scope is not None:
             self._scope.cancel()
 
@@ -323,7 +317,7 @@ class TaskRun:
         """A task with no turn in flight (waiting for input) is canceled directly."""
         if self._state is not RunState.DONE:
             raise IllegalTransitionError(f"cancel_idle in state {self._state.value}")
-        await self.set_status(TaskState.CANCELED)
+        await self.cancel()
 
     def end_streams(self) -> None:
         """Shutdown: end every stream and blocking wait on this task after what was sent."""
@@ -344,16 +338,8 @@ class TaskRun:
         self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
-        self._set_section(
-            usage={
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadTokens": usage.cache_read_tokens,
-                "cacheCreationTokens": usage.cache_creation_tokens,
-                "costUsd": usage.cost_usd,
-                "model": usage.model,
-            }
-        )
+        self._section = self._section.with_usage(usage)
+        self._set_section()
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
         """`workspace` (turn hooks) and TURN_OUTCOME's keys (the turn runner)."""
@@ -394,37 +380,68 @@ class TaskRun:
             if ended is not None:
                 await ended
 
-    async def set_status(self, state: TaskState, message: Message | None = None) -> None:
-        """Move the task to `state`: hooks first, then stored, then published."""
+    # ----- the task's outcomes (its A2A state, checked against TASK_LEGAL) ----------------------
+
+    async def work(self) -> None:
+        """The agent is at it: WORKING."""
+        await self._set_status(TaskState.WORKING)
+
+    async def complete(self, message: Message | None = None) -> None:
+        """The agent answered (`message`): COMPLETED."""
+        await self._set_status(TaskState.COMPLETED, message)
+
+    async def fail(self, message: Message) -> None:
+        """The turn failed (`message` says why, for the caller): FAILED."""
+        await self._set_status(TaskState.FAILED, message)
+
+    async def reject(self, message: Message) -> None:
+        """The turn is refused (a policy hook, the provider): REJECTED."""
+        await self._set_status(TaskState.REJECTED, message)
+
+    async def ask(self, message: Message | None) -> None:
+        """The agent needs the caller's input (`message` its question): INPUT_REQUIRED."""
+        await self._set_status(TaskState.INPUT_REQUIRED, message)
+
+    async def ask_auth(self, message: Message | None) -> None:
+        """The agent needs credentials (`message` says which, and the fix): AUTH_REQUIRED."""
+        await self._set_status(TaskState.AUTH_REQUIRED, message)
+
+    async def cancel(self, message: Message | None = None) -> None:
+        """The task is canceled (`message`: what the caller should know): CANCELED."""
+        await self._set_status(TaskState.CANCELED, message)
+
+    async def _set_status(self, state: TaskState, message: Message | None = None) -> None:
+        """Move the task to `state`: the policy hooks first, then the transition."""
+        check_task_move(self._task.id, self._task.status.state, state)
         self.announce()
+        event = await self._hooked(state, message)
+        if event is not None:
+            await self._change_status(event)
+
+    async def _hooked(self, state: TaskState, message: Message | None) -> StreamResponse | None:
+        """The update to `state` as the policy hooks leave it (None: dropped): before the
+        transition, never inside it."""
         status = TaskStatus(state=state, message=message, timestamp=utcnow())
-        final = state.terminal or state.interrupted
-        if self._turn is not None and final:
-            status = await self._hooks.final_status(self._turn, status)
-        task = self._task
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
-        if event is None or event.status_update is None:
-            return
+        if self._turn is None:
+            return status_event(self._task, status)
+        return await self._hooks.status_update(self._turn, self._cause, self._task, status)
+
+    async def _change_status(self, event: StreamResponse) -> None:
+        """The transition: checked, then stored, then published (no user code runs here)."""
+        if event.status_update is None:
+            raise IllegalTransitionError("a status transition needs a status update")
         status = event.status_update.status
         task = self._task
-        previous = task.status.message
-        update: dict[str, Any] = {"status": status}
-        if previous is not None:
-            update["history"] = [*(task.history or []), previous]
-        self._task = task.model_copy(update=update)
+        check_task_move(task.id, task.status.state, status.state)
+        final = status.state.terminal or status.state.interrupted
+        self._task = with_status(task, status)
         log.info(
             "task.state", task_id=task.id, context_id=task.context_id, state=status.state.value
         )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self._persist(final=self._turn is not None and final)
         self._publish(event)
-        if status.state.terminal or status.state.interrupted:
+        if final:
             self._settled.set()
         if status.state.terminal:
             self._broker.close()
@@ -436,17 +453,9 @@ class TaskRun:
         facts = [Part(data=data, media_type="application/json")] if data else []
         parts = [Part(text=text), *facts]
         status = TaskStatus(
-            state=TaskState.WORKING,
-            message=agent_message(task, parts),
-            timestamp=utcnow(),
+            state=TaskState.WORKING, message=agent_message(task, parts), timestamp=utcnow()
         )
-        event = await self._outgoing(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            )
-        )
+        event = await self._outgoing(status_event(task, status))
         if event is not None:
             self._publish(event)
 
@@ -466,22 +475,7 @@ class TaskRun:
         )
         if event is None or event.artifact_update is None:
             return
-        update = event.artifact_update
-        artifacts = list(self._task.artifacts or [])
-        existing = next(
-            (i for i, a in enumerate(artifacts) if a.artifact_id == update.artifact.artifact_id),
-            None,
-        )
-        if update.append and existing is not None:
-            # The stream carries each chunk; the stored task holds the text whole at the end.
-            parts = [*artifacts[existing].parts, *update.artifact.parts]
-            parts = joined_text(parts) if update.last_chunk else parts
-            artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
-        elif existing is not None:
-            artifacts[existing] = update.artifact
-        else:
-            artifacts.append(update.artifact)
-        self._task = self._task.model_copy(update={"artifacts": artifacts})
+        self._task = with_artifact(self._task, event.artifact_update)
         self._publish(event)
 
     async def reply_directly(self, parts: list[Part]) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import JsonValue
 
+from core.backend import Usage
 from core.wire.models import Task
 
 WRAPPER_METADATA_KEY = "a2aWrapper"
@@ -71,6 +72,20 @@ class WrapperSection:
             context_reset=raw.get("contextReset") is True,
             reset_reason=reason if isinstance(reason, str) else None,
             error=error if isinstance(error, dict) else None,
+        )
+
+    def with_usage(self, usage: Usage) -> WrapperSection:
+        """The turn's usage as the backend last reported it."""
+        return replace(
+            self,
+            usage={
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadTokens": usage.cache_read_tokens,
+                "cacheCreationTokens": usage.cache_creation_tokens,
+                "costUsd": usage.cost_usd,
+                "model": usage.model,
+            },
         )
 
     def bound(self, session_id: str, resume_command: str | None) -> WrapperSection:
