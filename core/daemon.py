@@ -44,7 +44,9 @@ from core.engine.startup import StorageStartError, failing_as
 from core.engine.turn.plugins import Plugins, chain
 from core.instance.guard import guarded
 from core.instance.records import SCHEMA as INSTANCE_SCHEMA
+from core.push.configs import PushConfigs
 from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
+from core.push.plugin import EnginePush
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
 from core.settings.jails import sandboxed
@@ -147,8 +149,8 @@ class Daemon:
                 observer=self.observers.turns,
                 budget=self.budgets,
                 published=publishing(replicas) if replicas is not None else None,
+                push=EnginePush(push) if push is not None else None,
             ),
-            push=push,
         )
         # The engine knows only the turns that run here; with replicas a router in front of
         # it sends each request where its task runs. Without, the bindings reach the engine.
@@ -164,6 +166,7 @@ class Daemon:
         self.ops = Operations(
             self.service,
             front=self.front,
+            push_configs=PushConfigs(push, self.service.load),
             budgets=self.budgets,
             workspaces=WorkspaceQueries(workspaces, session_store),
         )

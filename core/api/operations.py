@@ -15,6 +15,7 @@ from core.api.origin import refuse_own_agents
 from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
+from core.push.configs import PushConfigs
 from core.storage.push import PushVersion
 from core.storage.sessions import WorkspaceRecord
 from core.usage.budget_tally import Limit, Tally
@@ -77,19 +78,22 @@ class Front(Protocol):
 
 class Operations:
     """`front` takes the operations that depend on where a task runs (default: the engine);
-    `budgets` and `workspaces` answer the read-only queries a face for people needs (usage,
-    workspaces); the A2A bindings use neither."""
+    `push_configs` the push config operations (default: push is off); `budgets` and
+    `workspaces` answer the read-only queries a face for people needs (usage, workspaces);
+    the A2A bindings use neither."""
 
     def __init__(
         self,
         service: TaskService,
         *,
         front: Front | None = None,
+        push_configs: PushConfigs | None = None,
         budgets: Budgets | None = None,
         workspaces: WorkspaceQueries | None = None,
     ) -> None:
         self._service = service
         self._front: Front = front or service
+        self._push_configs = push_configs or PushConfigs(None, service.load)
         self._budgets = budgets
         self._workspaces = workspaces
 
@@ -168,22 +172,20 @@ class Operations:
         field: str = "",
     ) -> TaskPushNotificationConfig:
         self.require_push()
-        return await self._service.push_configs.create(
-            principal, config, version=version, field=field
-        )
+        return await self._push_configs.create(principal, config, version=version, field=field)
 
     async def get_push_config(
         self, principal: str, task_id: str, config_id: str | None
     ) -> TaskPushNotificationConfig:
         self.require_push()
-        return await self._service.push_configs.get(principal, task_id, config_id)
+        return await self._push_configs.get(principal, task_id, config_id)
 
     async def list_push_configs(
         self, principal: str, task_id: str
     ) -> list[TaskPushNotificationConfig]:
         self.require_push()
-        return await self._service.push_configs.list(principal, task_id)
+        return await self._push_configs.list(principal, task_id)
 
     async def delete_push_config(self, principal: str, task_id: str, config_id: str) -> None:
         self.require_push()
-        await self._service.push_configs.delete(principal, task_id, config_id)
+        await self._push_configs.delete(principal, task_id, config_id)

@@ -17,13 +17,15 @@ from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import answer_of
-from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TurnBudget, TurnHooks
-from core.push.configs import PushConfigs
-from core.push.dispatcher import PushDispatcher
+from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TaskPush, TurnBudget, TurnHooks
 from core.storage.push import PushVersion, StoredConfig
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
-from core.wire.errors import InvalidParamsError, UnsupportedOperationError
+from core.wire.errors import (
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from core.wire.ids import new_id
 from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
@@ -75,8 +77,7 @@ class Admission:
         live: LiveRuns,
         *,
         queries: TaskQueries,
-        push: PushDispatcher | None,
-        push_configs: PushConfigs,
+        push: TaskPush | None,
         draining: Callable[[], bool],
         budget: TurnBudget = NO_BUDGET,
         places: TurnPlaces,
@@ -88,7 +89,6 @@ class Admission:
         self._live = live
         self._queries = queries
         self._push = push
-        self._push_configs = push_configs
         self._draining = draining
         self.lanes, self.slots = places.lanes, places.slots
 
@@ -137,7 +137,9 @@ class Admission:
             field = "configuration." + (
                 "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
             )
-            await self._push_configs.vet(inline, field)
+            if self._push is None:
+                raise PushNotificationNotSupportedError
+            await self._push.vet(inline, field)
         run, user = await self._reserved_run(principal, message)
         task_id = run.task.id
         context_id = run.task.context_id

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from core.engine.streams import apply_history_length
 from core.engine.task_run import Notify, TaskRun
-from core.push.dispatcher import PushDispatcher
 from core.storage.tasks import TaskQuery, TaskStore
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import (
@@ -26,15 +25,13 @@ class LiveRuns:
     def __init__(
         self,
         store: TaskStore,
-        push: PushDispatcher | None,
         published: Notify | None = None,
+        push: Notify | None = None,
     ) -> None:
-        """`published`: who else hears every event, after the run's subscribers and before
-        push (the other replicas: core/cluster/router.py)."""
+        """Each event a run publishes goes, after its subscribers, to `published` (the other
+        replicas: core/cluster/router.py), then to `push`."""
         self._store = store
-        self._notify: Notify | None = push.notify if push is not None else None
-        if published is not None:
-            self._notify = _chained(published, self._notify)
+        self._notify = _chained(published, push) if published is not None else push
         self._runs: dict[str, TaskRun] = {}
 
     def get(self, principal: str, task_id: str | None) -> TaskRun | None:

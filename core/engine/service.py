@@ -27,8 +27,6 @@ from core.engine.task_run import TaskRun
 from core.engine.turn.driver import TurnDriver
 from core.engine.turn.plugins import NO_PLUGINS, Plugins
 from core.engine.turn.runner import TurnRunner
-from core.push.configs import PushConfigs
-from core.push.dispatcher import PushDispatcher
 from core.sessions.manager import SessionManager
 from core.storage.push import PushVersion
 from core.storage.sessions import InMemorySessionStore
@@ -57,24 +55,23 @@ class TaskService:
         *,
         sessions: SessionManager | None = None,
         plugins: Plugins = NO_PLUGINS,
-        push: PushDispatcher | None = None,
     ) -> None:
         """`plugins`: what extends the engine (workspaces and budgets, the budget a turn
         reserves as it is admitted, the policy hooks, the turn observer, who else hears each
-        event). The engine knows only the turns that run here: what sits in front of it
-        (core/cluster/router.py) sends a turn elsewhere."""
+        event, push notifications). The engine knows only the turns that run here: what sits
+        in front of it (core/cluster/router.py) sends a turn elsewhere."""
         config = config or EngineConfig()
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
         self._store = store
+        push = plugins.push
         self._push = push
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
-        self._live = LiveRuns(store, push, plugins.published)
+        self._live = LiveRuns(store, plugins.published, push.notify if push else None)
         self._queries = TaskQueries(store, self._live)
-        self.push_configs = PushConfigs(push, self._queries.load)
         runner = TurnRunner(
             backend,
             progress=output.progress,
@@ -105,7 +102,6 @@ class TaskService:
             self._live,
             queries=self._queries,
             push=push,
-            push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
             budget=plugins.budget,
             places=places,
