@@ -5,7 +5,7 @@ bundled in claude-agent-sdk:
 
 - daemon: the real app on a loopback port, a blocking JSON-RPC SendMessage per turn; the
   first turn of a context starts its Claude Code process, follow-ups reuse the warm one;
-- sdk: the same options (`wrappers.claude.options.build_options`) on a `ClaudeSDKClient`
+- sdk: the same options (`wrappers.claude.sdk_options`) on a `ClaudeSDKClient`
   driven directly: connect + query for a first turn, query on the live client for follow-ups.
 
 Contexts alternate between the two, so a change in the machine's load hits both alike.
@@ -38,8 +38,7 @@ from core.backend import Backend, BackendEvent, Diagnosis, Health, Turn
 from core.daemon import create_app
 from core.settings import Settings, load
 from harness.mock_models.anthropic import AnthropicMock
-from wrappers.claude import create, options
-from wrappers.claude.config import ClaudeConfig
+from wrappers.claude import ClaudeConfig, create, sdk_options
 
 V1 = {"A2A-Version": "1.0"}
 KEY = "sk-ant-bench"
@@ -140,11 +139,7 @@ async def _sdk_turn(client: ClaudeSDKClient, text: str) -> None:
 async def sdk_context(settings: Settings, follow_ups: int, samples: Samples) -> None:
     config = settings.block(ClaudeConfig)
     started = time.perf_counter()
-    client = ClaudeSDKClient(
-        options.build_options(
-            config, cli=options.resolve_cli(config), resume=None, marker=uuid.uuid4().hex
-        )
-    )
+    client = ClaudeSDKClient(sdk_options(config, resume=None, marker=uuid.uuid4().hex))
     await client.connect()
     try:
         await _sdk_turn(client, "Remember the word PAPAYA.")
@@ -272,11 +267,7 @@ def _direct(base_url: str, workdir: Path, session: str | None) -> str:
     ).block(ClaudeConfig)
 
     async def turn() -> str:
-        client = ClaudeSDKClient(
-            options.build_options(
-                config, cli=options.resolve_cli(config), resume=session, marker=uuid.uuid4().hex
-            )
-        )
+        client = ClaudeSDKClient(sdk_options(config, resume=session, marker=uuid.uuid4().hex))
         await client.connect()
         try:
             await client.query("Say hello." if session is None else "Say it again.")

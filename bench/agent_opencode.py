@@ -40,9 +40,7 @@ from core.daemon import create_app
 from core.settings import load
 from harness.mock_models.openai_chat import OpenAIChatMock
 from harness.opencode import TEST_ENV, provider_config
-from wrappers.opencode import create
-from wrappers.opencode.config import OpencodeConfig
-from wrappers.opencode.launch import build_launch, find_binary
+from wrappers.opencode import OpencodeConfig, create, server_launch
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -151,7 +149,7 @@ class Direct:
 
     def __init__(self, work: Path, mock: OpenAIChatMock) -> None:
         config = OpencodeConfig.model_validate(block(work, mock))
-        self._launch = build_launch(config, find_binary(None), "bench-pw")
+        self._launch = server_launch(config, "bench-pw")
         auth = {"Authorization": aiohttp.encode_basic_auth("opencode", "bench-pw")}
         self._http = aiohttp.ClientSession(headers=auth)
         self._process: asyncio.subprocess.Process | None = None
@@ -244,7 +242,7 @@ class _DirectServer:
 
     def __init__(self, base_url: str, work: Path) -> None:
         config = OpencodeConfig.model_validate(block(work, base_url))
-        launch = build_launch(config, find_binary(None), "bench-pw")
+        launch = server_launch(config, "bench-pw")
         self._auth = "Basic " + base64.b64encode(b"opencode:bench-pw").decode()
         self._proc = subprocess.Popen(  # noqa: S603 - fixed argument list, no shell
             launch.argv,

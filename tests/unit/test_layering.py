@@ -97,15 +97,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 NOT_YET: dict[tuple[str, str], str] = {
     **dict.fromkeys(
         [
-            ("bench/agent_claude.py", "wrappers.claude.config"),
-            ("bench/agent_claude.py", "wrappers.claude.options"),
-            ("bench/agent_opencode.py", "wrappers.opencode.config"),
-            ("bench/agent_opencode.py", "wrappers.opencode.launch"),
-        ],
-        "the raw-SDK baselines build the same options as the wrapper: its package exports them",
-    ),
-    **dict.fromkeys(
-        [
             ("core/storage/kinds.py", "core.settings"),
         ],
         "take their own config section, built by the daemon",

@@ -16,9 +16,11 @@ from core.backend.spec import BackendSpec
 from wrappers.claude.config import ClaudeConfig
 
 if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions
+
     from wrappers.claude.backend import ClaudeBackend
 
-__all__ = ["SPEC", "create"]
+__all__ = ["SPEC", "ClaudeConfig", "create", "sdk_options"]
 
 
 def create(config: ClaudeConfig) -> ClaudeBackend:
@@ -27,6 +29,14 @@ def create(config: ClaudeConfig) -> ClaudeBackend:
     from wrappers.claude.backend import ClaudeBackend  # noqa: PLC0415
 
     return ClaudeBackend(config)
+
+
+def sdk_options(config: ClaudeConfig, *, resume: str | None, marker: str) -> ClaudeAgentOptions:
+    """The SDK options the backend gives a session of `config` (for tools comparing the
+    wrapper with the raw SDK: the same CLI, environment and flags)."""
+    from wrappers.claude.options import build_options, resolve_cli  # noqa: PLC0415
+
+    return build_options(config, cli=resolve_cli(config), resume=resume, marker=marker)
 
 
 SPEC = BackendSpec("claude", ClaudeConfig, create)

@@ -14,8 +14,9 @@ from wrappers.opencode.config import OpencodeConfig
 
 if TYPE_CHECKING:
     from wrappers.opencode.backend import OpencodeBackend
+    from wrappers.opencode.launch import Launch
 
-__all__ = ["SPEC", "create"]
+__all__ = ["SPEC", "OpencodeConfig", "create", "server_launch"]
 
 
 def create(config: OpencodeConfig) -> OpencodeBackend:
@@ -24,6 +25,14 @@ def create(config: OpencodeConfig) -> OpencodeBackend:
     from wrappers.opencode.backend import OpencodeBackend  # noqa: PLC0415
 
     return OpencodeBackend(config)
+
+
+def server_launch(config: OpencodeConfig, password: str) -> Launch:
+    """How the backend starts `opencode serve` for `config` (binary, arguments, environment):
+    for tools comparing the wrapper with the raw server."""
+    from wrappers.opencode.launch import build_launch, find_binary  # noqa: PLC0415
+
+    return build_launch(config, find_binary(None), password)
 
 
 SPEC = BackendSpec("opencode", OpencodeConfig, create)
