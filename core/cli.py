@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,12 @@ import structlog
 
 from core import DISTRIBUTION, installed_version, logs, registry
 from core.agents import npm as npm_agents
+from core.api import conversation_control
 from core.api.card import CardProvider
-from core.backend import Diagnosis
+from core.backend import Backend, Diagnosis
 from core.backend.config import AgentBlock, working_directory_check
 from core.client import commands as client_commands
+from core.client import control
 from core.daemon import build_hooks, check_storage, serve
 from core.engine.policy import HookLoadError
 from core.engine.startup import ListenError, StartupError, StorageStartError, one_line
@@ -64,7 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--quiet", action="store_true", help="print only what failed or warns (the exit code says)"
     )
-    card = commands.add_parser("card", help="print the agent card a config would serve")
+    card = commands.add_parser(
+        "card",
+        help="print the agent card a config would serve (without the conversation-control "
+        "extension, which needs the backend: `check` shows it)",
+    )
     card.add_argument("config", type=Path)
     card.add_argument(
         "--strict", action="store_true", help="the strict v1.0 card (as sent to A2A-Version 1.x)"
@@ -125,8 +132,13 @@ def _check(path: Path, *, quiet: bool = False) -> int:
     for warning in sandbox_warnings:
         print(f"  warn sandbox: {warning}")
     if not quiet:
+        record = conversation_control.allowed(settings, backend).record()
+        print("conversation control (what callers may use; the card's extension):")
+        for what, value in control.summary(record):
+            print(f"  {what}: {value}")
         print("agent card:")
-        print(json.dumps(_card(settings, strict=not settings.agent_card.v03_fields), indent=2))
+        strict = not settings.agent_card.v03_fields
+        print(json.dumps(_card(settings, strict=strict, backend=backend), indent=2))
     return 0 if all(item.ok for item in results) else 1
 
 
@@ -191,8 +203,14 @@ def _workspaces(path: Path) -> int:
     return 0
 
 
-def _card(settings: Settings, *, strict: bool) -> dict[str, Any]:
-    provider = CardProvider(settings)
+def _card(settings: Settings, *, strict: bool, backend: Backend | None = None) -> dict[str, Any]:
+    """The card a daemon of `settings` would serve, with what `backend` (not started) says it
+    can do; without a backend (`card`, which imports no agent SDK) the conversation-control
+    extension is left out."""
+    capabilities = (
+        None if backend is None else partial(conversation_control.allowed, settings, backend)
+    )
+    provider = CardProvider(settings, capabilities)
     return provider.document_for(provider.configured_base_url(), strict=strict)
 
 

@@ -95,7 +95,6 @@ class Daemon:
         tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.settings = settings
-        self.card = CardProvider(settings)
         agent = backend or sandboxed(
             settings,
             registry.create_backend(settings.backend, settings.backend_config()),
@@ -170,6 +169,8 @@ class Daemon:
             budgets=self.budgets,
             workspaces=WorkspaceQueries(workspaces, session_store),
         )
+        # The card says what callers may use of the backend as it is when the card is served.
+        self.card = CardProvider(settings, self.ops.capabilities)
         self._stopping: anyio.Event | None = None
         self._stop_asked = False
 

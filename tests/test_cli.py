@@ -77,6 +77,47 @@ def test_check_reports_the_backend_and_the_card(
     assert card["name"] == "a2a-wrapper"
 
 
+def test_check_prints_the_conversation_control_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    declaring = "tests.support.declaring:DeclaringBackend"
+    allow = {"allow": {"efforts": ["high"], "modes": ["readOnly"]}}
+
+    assert main(["check", write(tmp_path, {"backend": declaring, "turnOptions": allow})]) == 0
+    out = capsys.readouterr().out
+    assert main(["check", write(tmp_path, {"backend": SCRIPTED})]) == 0
+    plain = capsys.readouterr().out
+
+    block = out[out.index("conversation control") : out.index("agent card:")].splitlines()
+    assert block[1:] == [
+        "  steer: yes",
+        "  fork: yes",
+        "  models: any name",  # not started: its agent has not reported its models
+        "  efforts: high",
+        "  modes: default, readOnly",
+        "  approvals: yes",
+        "  resume: yes",
+        "  image input: yes",
+    ]
+    card = json.loads(out[out.index("agent card:") + len("agent card:") :])
+    [extension] = card["capabilities"]["extensions"]
+    assert extension["params"]["efforts"] == ["high"]
+    # `card` builds no backend (no agent SDK imported): the card without the extension.
+    assert main(["card", write(tmp_path, {"backend": declaring})]) == 0
+    assert "extensions" not in json.loads(capsys.readouterr().out)["capabilities"]
+    block = plain[plain.index("conversation control") : plain.index("agent card:")].splitlines()
+    assert block[1:] == [
+        "  steer: no",
+        "  fork: no",
+        "  models: the configured model only",
+        "  efforts: none to choose",
+        "  modes: default",
+        "  approvals: no",
+        "  resume: no",
+        "  image input: no",
+    ]
+
+
 def test_check_shows_the_configured_budgets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

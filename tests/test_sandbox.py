@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from core.backend import SessionBound, Text, Turn
+from core.backend import Content, SessionBound, Text, TextContent, Turn
 from core.backend import process as kit
 from core.backend.base import BackendBase, running
+from core.backend.control import Capabilities, SteerRefusedError, capabilities_of
 from core.backend.jails import PerJail
 from core.backend.sandbox import Jail, find_bwrap, probe, sdk_cli, serving
 from core.cli import main
@@ -153,6 +154,42 @@ async def test_one_backend_instance_per_principal_or_per_context(
     else:
         assert said == ["alice/a1", "alice/a2", "bob/b1"]
         assert Recorder.made == ["alice/a1", "alice/a2", "bob/b1"]
+
+
+class Steered(Recorder):
+    """A recorder that declares steering and models, and says in which jail it was steered."""
+
+    steered: list[tuple[str, str]] = []  # noqa: RUF012 - shared by the instances of one test
+
+    def __init__(self, models: tuple[str, ...]) -> None:
+        self.models = models
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(steer=True, models=self.models)
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        from core.backend.sandbox import current  # noqa: PLC0415
+
+        jail_now = current()
+        text = " ".join(p.text for p in parts if isinstance(p, TextContent))
+        Steered.steered.append((jail_now.key if jail_now else "none", text))
+
+
+async def test_sandboxed_instances_declare_and_steer_as_the_backend_does(tmp_path: Path) -> None:
+    Steered.steered = []
+    backend = PerJail(
+        Steered(("declared",)), lambda j: Steered(("reported",)), lambda p, c: jail(tmp_path, key=p)
+    )
+    async with running(backend):
+        # Before any instance starts, the template's declaration; then an instance's.
+        assert capabilities_of(backend) == Capabilities(steer=True, models=("declared",))
+        with pytest.raises(SteerRefusedError):
+            await backend.steer(turn("alice", "a1"), (TextContent("too early"),))
+        async for _ in backend.run_turn(turn("alice", "a1")):
+            pass
+        assert capabilities_of(backend) == Capabilities(steer=True, models=("reported",))
+        await backend.steer(turn("alice", "a1"), (TextContent("use the other table"),))
+    assert Steered.steered == [("alice", "use the other table")]
 
 
 def refusal(words: str) -> str:

@@ -8,11 +8,15 @@ reached through any address advertises an address that works.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from core.api import conversation_control
+from core.backend.control import Capabilities
 from core.settings import Settings
 from core.wire import signing
 from core.wire.card import JSONRPC_PATH, REST_PATH, Interface, card_document
@@ -80,8 +84,14 @@ def grpc_interfaces(base_url: str, port: int) -> list[Interface]:
 
 
 class CardProvider:
-    def __init__(self, settings: Settings) -> None:
+    """`capabilities` says what callers may use of the backend now (read at each rendering:
+    a started agent may report more than its backend knew before, e.g. its models); the card
+    publishes it as the conversation-control extension. None (`a2a-wrapper card`, which
+    builds no backend): the card without it."""
+
+    def __init__(self, settings: Settings, capabilities: Callable[[], Capabilities] | None) -> None:
         self.settings = settings
+        self._capabilities = capabilities
         # Known once the servers are bound (port 0 means "a free one"): serve() and the gRPC
         # binding set them.
         self.http_port: int | None = settings.server.port or None
@@ -95,13 +105,15 @@ class CardProvider:
         )
         config = settings.agent_card.signing
         self._keys = config.signing_keys() if config is not None else []
-        # Signed cards by (base URL, strict, extended, gRPC port): one signing per rendering,
-        # so the card (and its ETag) stays the same between requests. Bounded: the base URL
-        # comes from the Host header.
-        self._signed: dict[tuple[str, bool, bool, int | None], dict[str, Any]] = {}
+        # Signed cards by (base URL, strict, extended, gRPC port, control record): one signing
+        # per rendering, so the card (and its ETag) stays the same between requests. Bounded:
+        # the base URL comes from the Host header.
+        self._signed: dict[tuple[str, bool, bool, int | None, str], dict[str, Any]] = {}
         self._extensions = [
             e.model_dump(mode="json", by_alias=True, exclude_none=True)
             for e in settings.agent_card.extensions
+            # The conversation-control extension is the daemon's to publish.
+            if e.uri != conversation_control.URI
         ]
 
     @property
@@ -126,19 +138,30 @@ class CardProvider:
     ) -> dict[str, Any]:
         """The card as served at `base_url` (also what `a2a-wrapper card` shows), signed when
         `agentCard.signing` is set."""
+        control = (
+            None
+            if self._capabilities is None
+            else conversation_control.extension(self._capabilities())
+        )
         if not self._keys:
-            return self._unsigned(base_url, strict=strict, card=card)
-        key = (base_url, strict, card is not None, self.grpc_port)
+            return self._unsigned(base_url, strict=strict, card=card, control=control)
+        record = "" if control is None else json.dumps(control["params"], sort_keys=True)
+        key = (base_url, strict, card is not None, self.grpc_port, record)
         found = self._signed.get(key)
         if found is None:
             if len(self._signed) >= SIGNED_CACHE:
                 self._signed.clear()
-            doc = self._unsigned(base_url, strict=strict, card=card)
+            doc = self._unsigned(base_url, strict=strict, card=card, control=control)
             found = self._signed[key] = signing.signed(doc, self._keys)
         return found
 
     def _unsigned(
-        self, base_url: str, *, strict: bool, card: dict[str, Any] | None
+        self,
+        base_url: str,
+        *,
+        strict: bool,
+        card: dict[str, Any] | None,
+        control: dict[str, Any] | None,
     ) -> dict[str, Any]:
         doc = card_document(
             card or self._card,
@@ -148,7 +171,7 @@ class CardProvider:
             streaming=True,
             push_notifications=self.settings.push.enabled,
             extended_card=self.settings.agent_card.extended is not None,
-            extensions=self._extensions,
+            extensions=[*self._extensions, *([control] if control else [])],
         )
         doc.update(_security(self.settings))
         if not strict:

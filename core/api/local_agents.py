@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from core.api.card import CardProvider
 from core.api.operations import Operations
 from core.api.origin import stamped
-from core.client import views
+from core.client import control, views
 from core.client.access import AgentInfo, ClientError, Outgoing, answered_by_sending
 from core.client.changes import combined
 from core.client.views import Changes, TaskView, Update
@@ -78,6 +78,7 @@ class LocalAgents:
                 protocol=str(interfaces[0].get("protocolVersion", "1.0")),
                 binding="local",
                 streaming=True,
+                control=control.record_of(doc),
             )
         ]
 

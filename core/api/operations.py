@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.api.origin import refuse_own_agents
+from core.backend.control import Capabilities
 from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
@@ -102,6 +103,10 @@ class Operations:
     @property
     def backend_name(self) -> str:
         return self._service.backend_name
+
+    def capabilities(self) -> Capabilities:
+        """What callers may use: the backend's declaration narrowed by turnOptions."""
+        return self._service.capabilities()
 
     async def readiness(self) -> Readiness:
         return await self._service.readiness()

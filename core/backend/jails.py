@@ -21,8 +21,9 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 
-from core.backend import Backend, BackendEvent, Diagnosis, Health, SessionBound, Turn
+from core.backend import Backend, BackendEvent, Content, Diagnosis, Health, SessionBound, Turn
 from core.backend.base import BackendUnavailableError, serve_backend
+from core.backend.control import Capabilities, Steerable, SteerRefusedError, capabilities_of
 from core.backend.sandbox import Jail, serving
 
 log = structlog.get_logger(__name__)
@@ -143,6 +144,20 @@ class PerJail:
             if close is not None:
                 with serving(instance.jail):
                     await close()
+
+    def capabilities(self) -> Capabilities:
+        """What the backend declares: a started instance's word (its agent may have reported
+        more, e.g. its models), else the never-started template's."""
+        started = next(iter(self._instances.values()), None)
+        return capabilities_of(self._template if started is None else started.backend)
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        """Into the running turn, through the instance of its jail (the one running it)."""
+        instance = self._instances.get(self._jail_of(turn.principal, turn.context_id).key)
+        if instance is None or not isinstance(instance.backend, Steerable):
+            raise SteerRefusedError("no sandboxed instance runs a turn that can take it")
+        with serving(instance.jail):
+            await instance.backend.steer(turn, parts)
 
     async def interrupt(self, turn: Turn) -> None:
         instance = self._instances.get(self._jail_of(turn.principal, turn.context_id).key)

@@ -53,9 +53,13 @@ class AgentInfo:
     protocol: str = ""
     binding: str = ""
     streaming: bool = False
+    # The card's conversation-control record (core/client/control.py); None: the card
+    # declares no such extension (an agent that is not ours, or an older daemon).
+    control: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "capabilities": self.control,
             "name": self.name,
             "url": self.url,
             "description": self.description,

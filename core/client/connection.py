@@ -14,7 +14,9 @@ from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig,
 from a2a.client.errors import A2AClientError
 from a2a.types import AgentCard, AgentInterface
 from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict
 
+from core.client import control
 from core.client.access import AgentInfo, ClientError
 
 BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON", "grpc": "GRPC"}
@@ -128,6 +130,7 @@ class Connection:
             protocol=self.interface.protocol_version,
             binding=self.interface.protocol_binding,
             streaming=card.capabilities.streaming,
+            control=control.record_of({"capabilities": MessageToDict(card.capabilities)}),
         )
 
 

@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from core.client import control
 from core.client.access import AgentAccess, Attachment, ClientError, Outgoing
 from core.client.views import TaskView, Update
 
@@ -99,7 +100,8 @@ class _Tools:
 
     async def list_agents(self) -> CallToolResult:
         """The A2A agents these tools reach: name, description, skills (what each can do),
-        protocol and binding."""
+        protocol, binding, and what each lets a message choose (its conversation-control
+        capabilities: steer, fork, models, efforts, modes; null when its card says nothing)."""
         found = [a.as_dict() for a in await _call(self._access.agents())]
         lines = []
         for a in found:
@@ -107,6 +109,9 @@ class _Tools:
             lines.append(f"- {a['name']} ({a['url']}): {a['description']}")
             if skills:
                 lines.append(f"  skills: {skills}")
+            if a["capabilities"] is not None:
+                shown = "; ".join(f"{k}: {v}" for k, v in control.summary(a["capabilities"]))
+                lines.append(f"  conversation control: {shown}")
         return CallToolResult(
             content=[TextContent(type="text", text="\n".join(lines) or "no agents")],
             structured_content={"agents": found},

@@ -11,9 +11,11 @@ Without replicas the daemon wires the engine directly, so a send takes no replic
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Protocol
 
 from core.engine.admission import Admitted
+from core.engine.control.requested import control_of
 from core.engine.service import TaskService
 from core.engine.streams import EventSource, EventStream, apply_history_length
 from core.engine.task_run import Notify, TaskRun
@@ -72,6 +74,13 @@ def publishing(replicas: Replicas) -> Notify:
     return published
 
 
+@dataclass(frozen=True, slots=True)
+class _Forwarded:
+    """A message the context's owner (another replica) took: its task's events from there."""
+
+    events: EventSource
+
+
 class ClusterRouter:
     """SendMessage, SendStreamingMessage, SubscribeToTask and CancelTask across replicas;
     `admit_here` and `cancel_here` take what another replica hands to this one."""
@@ -85,38 +94,59 @@ class ClusterRouter:
     async def send(
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> Task | Message:
-        engine = self._engine
-        admitted: Admitted | None = await engine.answering(principal, request.message)
-        if admitted is None:
-            forwarded = await self._forwarded(principal, request, version)
-            if forwarded is not None:
-                return await self._answer_forwarded(principal, forwarded, request)
-            turn = await engine.admit(principal, request, version)
-            await self._claim(principal, request, turn.task)
-            admitted = turn
-        return await engine.reply(admitted, request)
+        taken = await self._taken(principal, request, version)
+        if isinstance(taken, _Forwarded):
+            return await self._answer_forwarded(principal, taken.events, request)
+        return await self._engine.reply(taken, request)
 
     async def stream(
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> EventStream:
+        taken = await self._taken(principal, request, version)
+        if isinstance(taken, _Forwarded):
+            return EventStream(taken.events, at_interrupt=True)
+        return await self._engine.events(taken, request)
+
+    async def _taken(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> Admitted | _Forwarded:
+        """Where the message goes: the turn in flight here it is for (an approval's answer, a
+        steer), else the context's owner when that is another live replica, else a new turn
+        here. A steer of a turn running on another replica is forwarded to it like any send
+        (the owner steers it); conversation control (`a2aWrapper`) travels with the request."""
         engine = self._engine
-        admitted: Admitted | None = await engine.answering(principal, request.message)
-        if admitted is None:
-            forwarded = await self._forwarded(principal, request, version)
-            if forwarded is not None:
-                return EventStream(forwarded, at_interrupt=True)
-            turn = await engine.admit(principal, request, version)
-            await self._claim(principal, request, turn.task)
-            admitted = turn
-        return engine.events(admitted, request)
+        message = request.message
+        steer = control_of(request).delivery == "steer"
+        steer_elsewhere = (
+            steer
+            and message.task_id is not None
+            and await self._replicas.running_elsewhere(principal, message.task_id)
+        )
+        if not steer_elsewhere:
+            admitted = await engine.answering(principal, request)
+            if admitted is not None:
+                return admitted
+        forwarded = await self._forwarded(principal, request, version)
+        if forwarded is not None:
+            return _Forwarded(forwarded)
+        if steer:
+            # Its turn runs nowhere now: the engine says why it cannot be steered.
+            steered = await engine.answering(principal, request)
+            if steered is not None:
+                return steered
+        turn = await engine.admit(principal, request, version)
+        await self._claim(principal, request, turn.task)
+        return turn
 
     async def _forwarded(
         self, principal: str, request: SendMessageRequest, version: PushVersion
     ) -> EventSource | None:
         """The turn's events from the replica that owns its context, when that is another
-        live one (it ran there); None: it runs here."""
+        live one (it ran there); None: it runs here. A fork goes to the owner of the context
+        it forks (where that context's session is)."""
         message = request.message
-        context_id = message.context_id
+        fork_from = control_of(request).fork_from
+        context_id = fork_from if fork_from and not message.task_id else message.context_id
         if context_id is None and message.task_id:
             try:
                 context_id = (await self._engine.load(principal, message.task_id)).context_id
@@ -130,10 +160,12 @@ class ClusterRouter:
         return await self._replicas.forward(owner, principal, request, version)
 
     async def _claim(self, principal: str, request: SendMessageRequest, task: Task) -> None:
-        """A new context's first turn runs here: this replica owns the context (before the
-        turn starts, so a follow-up sent to another replica comes here)."""
+        """A new context's first turn runs here (a fork's too): this replica owns the context
+        (before the turn starts, so a follow-up sent to another replica comes here)."""
         message = request.message
-        if message.context_id is None and not message.task_id:
+        if message.task_id:
+            return
+        if message.context_id is None or control_of(request).fork_from is not None:
             await self._replicas.owner_elsewhere(principal, task.context_id)
 
     async def _answer_forwarded(
@@ -156,15 +188,21 @@ class ClusterRouter:
     async def admit_here(
         self, principal: str, request: SendMessageRequest, version: PushVersion
     ) -> str:
-        """A turn another replica received for a context this one owns: admitted and started
-        here as a non-blocking send; its events start with a Task snapshot."""
-        admitted = await self._engine.admit(principal, request, version)
-        task = admitted.task
-        if admitted.announced:
-            # A later turn of the task: a fresh snapshot opens this turn's events elsewhere.
-            self._replicas.record(principal, task.id, StreamResponse(task=task))
-        self._engine.start(admitted, request)
-        return task.id
+        """A message another replica received for a context this one owns: taken here as a
+        non-blocking send (a new turn started, or an approval's answer or a steer handed to the
+        turn in flight here); its events start with a Task snapshot."""
+        engine = self._engine
+        admitted: Admitted | None = await engine.answering(principal, request)
+        if admitted is None:
+            admitted = await engine.admit(principal, request, version)
+            await self._claim(principal, request, admitted.task)
+        run = admitted.run
+        if run.announced:
+            # A later turn of the task, or its turn in flight: a fresh snapshot opens what
+            # follows elsewhere.
+            self._replicas.record(principal, run.task.id, StreamResponse(task=run.task))
+        await engine.start(admitted, request)
+        return run.task.id
 
     # ----- watching and cancelling -----------------------------------------------------------
 

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import JsonValue
+
+from core.backend import NO_OPTIONS, TurnOptions
+from core.backend.control import Capabilities, options_record
 from core.engine.config import Limits
+from core.engine.control.forking import Forks
+from core.engine.control.requested import NO_CONTROL, Control, TurnSetup, turn_options
 from core.engine.lanes import Lane
 from core.engine.limits import TurnPlaces, check_message
 from core.engine.queries import LiveRuns, TaskQueries
@@ -42,10 +49,12 @@ def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
 @dataclass(frozen=True, slots=True)
 class NewTurn:
     """A new turn the engine admitted and has not started: its run (the task stored
-    SUBMITTED) and its place in the context's lane."""
+    SUBMITTED), its place in the context's lane, and what it runs with (its options, the
+    session it forks)."""
 
     run: TaskRun
     lane: Lane
+    setup: TurnSetup
 
     @property
     def task(self) -> Task:
@@ -66,7 +75,16 @@ class Answer:
     give: Callable[[], None]
 
 
-Admitted = NewTurn | Answer
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """A message for the running turn of a task (`delivery: "steer"`): the run, checked to
+    be steerable, and the message, handed to the agent once the caller watches."""
+
+    run: TaskRun
+    message: Message
+
+
+Admitted = NewTurn | Answer | Steer
 """A message the engine took and has not answered yet."""
 
 
@@ -82,7 +100,15 @@ class Admission:
         budget: TurnBudget = NO_BUDGET,
         places: TurnPlaces,
         plugin: TurnHooks = NO_TURN_HOOKS,
+        forks: Forks,
+        capabilities: Callable[[], Capabilities],
+        defaults: TurnOptions = NO_OPTIONS,
     ) -> None:
+        """`capabilities`: what callers may choose now; `defaults`: the options of a turn
+        that chooses none (turnOptions)."""
+        self._forks = forks
+        self._capabilities = capabilities
+        self._defaults = defaults
         self._limits = limits
         self.budget = budget
         self._plugin = plugin
@@ -111,8 +137,12 @@ class Admission:
         return run, lambda: pending.reply.answer(answer)
 
     async def admit(
-        self, principal: str, request: SendMessageRequest, version: PushVersion
-    ) -> tuple[TaskRun, Lane]:
+        self,
+        principal: str,
+        request: SendMessageRequest,
+        version: PushVersion,
+        control: Control = NO_CONTROL,
+    ) -> tuple[TaskRun, Lane, TurnSetup]:
         """Validate, reserve what the turn may spend (the budgets), take a place in the
         context's lane and a turn slot, then persist the SUBMITTED task (and the inline push
         config, before any event of the task exists). The scheduler gives the reservation back
@@ -120,7 +150,8 @@ class Admission:
 
         Everything between the checks and the run's admission is synchronous, so two
         concurrent follow-ups cannot both continue one task; a full lane refuses the message
-        before anything is stored."""
+        before anything is stored. `control`: the request's conversation control (its options
+        checked against what callers may choose, its fork against the source)."""
         if self._draining():
             raise UnsupportedOperationError(SHUTTING_DOWN)
         message = request.message
@@ -128,6 +159,8 @@ class Admission:
             message, max_parts=self._limits.max_parts, max_file_bytes=self._limits.max_file_bytes
         )
         self._plugin.check_message(message)
+        options = turn_options(control, self._capabilities(), self._defaults)
+        fork = await self._forks.fork(principal, message, control)
         inline = (
             request.configuration.task_push_notification_config
             if request.configuration is not None
@@ -140,42 +173,56 @@ class Admission:
             if self._push is None:
                 raise PushNotificationNotSupportedError
             await self._push.vet(inline, field)
-        run, user = await self._reserved_run(principal, message)
+        run, user = await self._reserved_run(principal, message, control)
         task_id = run.task.id
         context_id = run.task.context_id
         try:
-            lane = self.lanes.reserve(principal, context_id)
+            lane = self.lanes.reserve(principal, context_id, task_id)
         except BaseException:
             self.budget.unreserve(task_id)
             raise
         try:
             self.slots.admit()
         except BaseException:
-            self.lanes.leave(principal, context_id, lane)
+            self.lanes.leave(principal, context_id, lane, task_id)
             self.budget.unreserve(task_id)
             raise
         self._live.hold(run)
+        setup = TurnSetup(options, *((fork.source, fork.session_id) if fork else (None, None)))
+        run.record_sections(_sections(setup, lane.queue_of(task_id)))
         try:
             await run.admit(user)
             if inline is not None and self._push is not None:
                 config = inline.model_copy(update={"task_id": task_id, "id": inline.id or task_id})
                 await self._push.put(StoredConfig(principal, version, config))
         except BaseException:
-            self.lanes.leave(principal, context_id, lane)
+            self.lanes.leave(principal, context_id, lane, task_id)
             self.slots.withdraw()
             self.budget.unreserve(task_id)
             if run.in_flight:
                 run.finish()
             self._live.release(run)
             raise
-        return run, lane
+        return run, lane, setup
 
-    async def _reserved_run(self, principal: str, message: Message) -> tuple[TaskRun, Message]:
+    async def _reserved_run(
+        self, principal: str, message: Message, control: Control
+    ) -> tuple[TaskRun, Message]:
         """The run the message starts a turn of (its task continued, or a new one) and the
         user message as stored, with what the turn may spend reserved; nothing after the
-        reservation awaits, so no other admission runs between the check and the hold."""
+        reservation awaits, so no other admission runs between the check and the hold.
+        With `delivery: "queue"`, the id of a task whose turn is in flight queues a new task
+        in its context."""
         if message.task_id:
             task = await self._queries.load(principal, message.task_id)
+            running = self._live.get(principal, task.id)
+            if control.delivery == "queue" and running is not None and running.in_flight:
+                if message.context_id and message.context_id != task.context_id:
+                    raise _context_mismatch(message, task)
+                message = message.model_copy(
+                    update={"task_id": None, "context_id": task.context_id}
+                )
+        if message.task_id:
             # Only once the task may continue: a turn of it still in flight keeps its own
             # reservation (reservations are by task).
             run = self._continuable(principal, task, message)
@@ -204,3 +251,13 @@ class Admission:
                 f"Task {task.id} is still running; wait until it needs input"
             )
         return run or self._live.of_stored(principal, task)
+
+
+def _sections(setup: TurnSetup, queue: dict[str, JsonValue] | None) -> dict[str, Any]:
+    """What the task's `a2aWrapper` says of its admission: the turn's options, the context it
+    forked from, and where it waits in its context's queue."""
+    sections: dict[str, Any] = {"options": dict(options_record(setup.options)) or None}
+    sections["queue"] = queue
+    if setup.fork_from is not None:
+        sections["forked_from"] = {"contextId": setup.fork_from}
+    return sections

@@ -4,9 +4,13 @@ directly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
+
+from core.backend import NO_OPTIONS, TurnOptions
+from core.backend.control import Capabilities
 
 OutputMode = Literal["final", "stream"]
 
@@ -57,6 +61,20 @@ class Retention:
     session_sweep_interval: float = 0.0  # s; 0 = no session sweep
 
 
+def _as_declared(declared: Capabilities) -> Capabilities:
+    return declared
+
+
+@dataclass(frozen=True)
+class TurnOptionRules:
+    """The operator's `turnOptions`: `allowed` narrows what the backend declares to what
+    callers may choose; `defaults` is what a turn runs with for each option it does not
+    choose."""
+
+    allowed: Callable[[Capabilities], Capabilities] = _as_declared
+    defaults: TurnOptions = NO_OPTIONS
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     limits: Limits = field(default_factory=Limits)
@@ -64,3 +82,4 @@ class EngineConfig:
     output: Output = field(default_factory=Output)
     approvals: Approvals = field(default_factory=Approvals)
     retention: Retention = field(default_factory=Retention)
+    turn_options: TurnOptionRules = field(default_factory=TurnOptionRules)

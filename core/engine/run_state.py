@@ -1,6 +1,7 @@
 """The states of a task run and of its task, and which transition may leave which
-(task_run.py): the run's five states (`LEGAL`, by transition) and the A2A task states the
-run's named outcomes move its task through (`TASK_LEGAL`, by state)."""
+(task_run.py): the run's five states (`LEGAL`, by transition), the A2A task states the
+run's named outcomes move its task through (`TASK_LEGAL`, by state), and the notes that change
+a task without moving it (`NOTE_LEGAL`)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ TASK_LEGAL: dict[TaskState, frozenset[TaskState]] = {
     ),
     # Terminal: the task never changes again.
     **dict.fromkeys(_ENDS, frozenset()),
+}
+
+
+# Notes: what changes a task (stored) without moving its A2A state, legal only in these run
+# states and task states (task_notes.py). A queued task's place in its context's queue moves
+# as the turns ahead of it end; a steered message joins a running turn of a WORKING task.
+NOTE_LEGAL: dict[str, tuple[frozenset[RunState], frozenset[TaskState]]] = {
+    "requeue": (frozenset({RunState.QUEUED}), frozenset({TaskState.SUBMITTED})),
+    "steer": (frozenset({RunState.RUNNING}), frozenset({TaskState.WORKING})),
 }
 
 

@@ -4,7 +4,7 @@ turns through their runs."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import structlog
@@ -12,6 +12,7 @@ from anyio.abc import TaskGroup
 
 from core.backend import Turn
 from core.engine.config import Timeouts
+from core.engine.control.requested import NO_SETUP, TurnSetup
 from core.engine.lanes import Lane
 from core.engine.limits import TurnPlaces
 from core.engine.observer import NO_OBSERVER, TurnObserver
@@ -21,6 +22,7 @@ from core.engine.task_run import TaskRun
 from core.engine.turn.content import part_to_content
 from core.engine.turn.driver import TurnDriver, fail_crashed
 from core.engine.turn.plugins import TurnBudget
+from core.engine.wrapper_section import WRAPPER_METADATA_KEY
 from core.wire.errors import StorageUnavailableError
 from core.wire.models import SendMessageRequest
 
@@ -54,7 +56,10 @@ class Scheduler:
         self._approvals = approvals
         self.task_group: TaskGroup | None = None
 
-    def start(self, run: TaskRun, lane: Lane, request: SendMessageRequest) -> None:
+    def start(
+        self, run: TaskRun, lane: Lane, request: SendMessageRequest, setup: TurnSetup = NO_SETUP
+    ) -> None:
+        """Run the admitted turn as `setup` says (its options, the session it forks)."""
         if self.task_group is None:
             raise RuntimeError("task service is not running")
         if lane.holders > 1:
@@ -68,8 +73,10 @@ class Scheduler:
             message_id=message.message_id,
             session_id=None,
             parts=tuple(part_to_content(p) for p in message.parts),
-            metadata=dict(request.metadata or {}),
+            metadata=_metadata(request, setup),
             approvals=self._approvals,
+            options=setup.options,
+            fork_of=setup.fork_of,
         )
         self._observer.admitted(run, turn)
         self.task_group.start_soon(self._drive, run, turn, lane)
@@ -81,7 +88,7 @@ class Scheduler:
         try:
             with anyio.CancelScope() as queued:
                 run.hold(queued)
-                async with self._lanes.turn(run.principal, run.task.context_id, lane):
+                async with self._lanes.turn(run.principal, run.task.context_id, lane, run.task.id):
                     if run.state is RunState.QUEUED:
                         async with self._slots.turn(run.principal):
                             waiting = False
@@ -100,18 +107,28 @@ class Scheduler:
             # A turn that never ran (cancelled while queued, refused by a hook) holds its
             # budget reservation until now; one that ran gave it back as it ended.
             self._budget.unreserve(run.task.id)
+            await self._moved_up(run.principal, lane)
             self._observer.ended(run, started=not waiting)
             run.finish()
             self._live.release(run)
 
+    async def _moved_up(self, principal: str, lane: Lane) -> None:
+        """A turn left the lane: each task still waiting in it says its new place."""
+        with anyio.CancelScope(shield=True):
+            for task_id in list(lane.order):
+                run = self._live.get(principal, task_id)
+                try:
+                    if run is not None and run.state is RunState.QUEUED:
+                        await run.requeue(lane.queue_of(task_id))
+                except Exception:
+                    log.warning("task.queue_not_stored", task_id=task_id, exc_info=True)
+
     async def cancel(self, run: TaskRun) -> None:
         """Stop the run's turn and wait (bounded) until the agent stopped; a queued turn never
-        starts, and its place goes to the next one at once."""
-        was = run.state
+        starts, its place goes to the next one at once, and the tasks behind it move up."""
         await run.stop(None)
-        if was is not RunState.QUEUED:
-            with anyio.move_on_after(self._timeouts.stop_bound):
-                await run.finished()
+        with anyio.move_on_after(self._timeouts.stop_bound):
+            await run.finished()
 
     async def stop_now(self, reason: str) -> int:
         """Stop every turn in flight here at once (the agents interrupted), waiting (bounded)
@@ -146,3 +163,14 @@ class Scheduler:
         with anyio.move_on_after(self._timeouts.stop_bound):
             for run in runs:
                 await run.finished()
+
+
+def _metadata(request: SendMessageRequest, setup: TurnSetup) -> dict[str, Any]:
+    """The turn's metadata: the request's, with the fork's source context (however the caller
+    sent it) where the plugins read it: `a2aWrapper.forkFrom`."""
+    metadata = dict(request.metadata or {})
+    if setup.fork_from is not None:
+        section = metadata.get(WRAPPER_METADATA_KEY)
+        section = dict(section) if isinstance(section, dict) else {}
+        metadata[WRAPPER_METADATA_KEY] = {**section, "forkFrom": setup.fork_from}
+    return metadata

@@ -14,9 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from core.backend import Backend
+from core.backend.control import Capabilities, capabilities_of
 from core.engine import readiness
-from core.engine.admission import Admission, Admitted, Answer, NewTurn
+from core.engine.admission import Admission, Admitted, Answer, NewTurn, Steer
 from core.engine.config import EngineConfig
+from core.engine.control.forking import Forks
+from core.engine.control.requested import control_of
+from core.engine.control.steering import Steering
 from core.engine.lifecycle import Lifecycle
 from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
@@ -61,6 +65,7 @@ class TaskService:
         event, push notifications). The engine knows only the turns that run here: what sits
         in front of it (core/cluster/router.py) sends a turn elsewhere."""
         config = config or EngineConfig()
+        self._turn_options = config.turn_options
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
@@ -106,7 +111,11 @@ class TaskService:
             budget=plugins.budget,
             places=places,
             plugin=turn_hooks,
+            forks=Forks(self._sessions, store, places.lanes, self.capabilities),
+            capabilities=self.capabilities,
+            defaults=config.turn_options.defaults,
         )
+        self._steering = Steering(backend, self._live, self._queries, self.capabilities)
         self._scheduler = Scheduler(
             driver,
             places,
@@ -172,6 +181,10 @@ class TaskService:
     def backend_name(self) -> str:
         return self._backend.name
 
+    def capabilities(self) -> Capabilities:
+        """What callers may use of the backend's declared capabilities (turnOptions applied)."""
+        return self._turn_options.allowed(capabilities_of(self._backend))
+
     # ----- reads -----------------------------------------------------------------------------
 
     async def load(self, principal: str, task_id: str) -> Task:
@@ -192,7 +205,7 @@ class TaskService:
         """SendMessage: blocking by default (returns once the turn settles), or at once with
         `returnImmediately`. `version` is the caller's protocol version, kept with an inline
         push config."""
-        admitted: Admitted | None = await self.answering(principal, request.message)
+        admitted: Admitted | None = await self.answering(principal, request)
         if admitted is None:
             admitted = await self.admit(principal, request, version)
         return await self.reply(admitted, request)
@@ -201,29 +214,37 @@ class TaskService:
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> EventStream:
         """SendStreamingMessage: validation errors raise here, before any event exists."""
-        admitted: Admitted | None = await self.answering(principal, request.message)
+        admitted: Admitted | None = await self.answering(principal, request)
         if admitted is None:
             admitted = await self.admit(principal, request, version)
-        return self.events(admitted, request)
+        return await self.events(admitted, request)
 
     # A send in two steps, so that what sits in front of the engine (core/cluster/router.py)
     # can act between them: the message is taken (`answering`, else `admit`), then answered
     # (`reply`, `events`, or `start` for no one waiting).
 
-    async def answering(self, principal: str, message: Message) -> Answer | None:
-        """When `message` answers the approval a turn paused here waits on: that turn,
-        resumed (its task WORKING again); else None."""
+    async def answering(self, principal: str, request: SendMessageRequest) -> Answer | Steer | None:
+        """When the message is for a turn in flight here: with `delivery: "steer"`, the
+        running turn it goes into (refused when there is none it can steer); without a
+        delivery, the turn paused here on the approval it answers, resumed (its task WORKING
+        again); else None (a new turn: `admit`)."""
+        control = control_of(request)
+        message = request.message
+        if control.delivery == "steer":
+            return Steer(await self._steering.target(principal, message), message)
+        if control.delivery is not None:
+            return None  # a message that asks for a delivery never answers an approval
         approval = await self._admission.approval_answer(principal, message)
-        if approval is None:
-            return None
-        return Answer(*approval)
+        return None if approval is None else Answer(*approval)
 
     async def admit(
         self, principal: str, request: SendMessageRequest, version: PushVersion
     ) -> NewTurn:
-        """A new turn of the message's task: validated, stored SUBMITTED, holding its place in
-        the context's lane and a turn slot; not started yet."""
-        return NewTurn(*await self._admission.admit(principal, request, version))
+        """A new turn of the message's task (or, with `delivery: "queue"`, of a new task
+        behind its context's running turn): validated with its conversation control, stored
+        SUBMITTED, holding its place in the context's lane and a turn slot; not started yet."""
+        control = control_of(request)
+        return NewTurn(*await self._admission.admit(principal, request, version, control))
 
     async def reply(self, admitted: Admitted, request: SendMessageRequest) -> Task | Message:
         """What SendMessage returns for `admitted`: once its turn settles (blocking, the
@@ -232,18 +253,17 @@ class TaskService:
         history_length = config.history_length if config else None
         blocking = config is None or not config.return_immediately
         run = admitted.run
-        if isinstance(admitted, Answer):
-            admitted.give()
+        if not isinstance(admitted, NewTurn):
+            await self._hand_over(admitted)
             if blocking:
                 await run.settled()
             return apply_history_length(run.task, history_length)
-        lane = admitted.lane
         if not blocking:
             run.announce()
             snapshot = run.task
-            self._scheduler.start(run, lane, request)
+            self._scheduler.start(run, admitted.lane, request, admitted.setup)
             return apply_history_length(snapshot, history_length)
-        self._scheduler.start(run, lane, request)
+        self._scheduler.start(run, admitted.lane, request, admitted.setup)
         try:
             await run.settled()
         finally:
@@ -252,22 +272,38 @@ class TaskService:
             return run.reply
         return apply_history_length(run.task, history_length)
 
-    def events(self, admitted: Admitted, request: SendMessageRequest) -> EventStream:
-        """The events of `admitted`'s turn as SendStreamingMessage streams them."""
+    async def events(self, admitted: Admitted, request: SendMessageRequest) -> EventStream:
+        """The events of `admitted`'s turn as SendStreamingMessage streams them (a steer's
+        and an answer's too start with the Task; the steered update follows)."""
         run = admitted.run
-        if isinstance(admitted, Answer):
-            stream = self._watch(run, at_interrupt=True, snapshot=True)
-            admitted.give()
+        if isinstance(admitted, NewTurn):
+            stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
+            self._scheduler.start(run, admitted.lane, request, admitted.setup)
             return stream
-        stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
-        self._scheduler.start(run, admitted.lane, request)
+        stream = self._watch(run, at_interrupt=True, snapshot=True)
+        try:
+            await self._hand_over(admitted)
+        except BaseException:
+            stream.close()
+            raise
         return stream
 
-    def start(self, turn: NewTurn, request: SendMessageRequest) -> None:
-        """Start `turn` with no one waiting on it (a non-blocking send whose caller is
-        elsewhere); its task is announced first."""
-        turn.run.announce()
-        self._scheduler.start(turn.run, turn.lane, request)
+    async def start(self, admitted: Admitted, request: SendMessageRequest) -> None:
+        """Start `admitted` with no one waiting on it here (a non-blocking send whose caller
+        is elsewhere): a new turn's task is announced first; an answer or a steered message
+        is handed to the agent (a refused steer raises)."""
+        if isinstance(admitted, NewTurn):
+            admitted.run.announce()
+            self._scheduler.start(admitted.run, admitted.lane, request, admitted.setup)
+        else:
+            await self._hand_over(admitted)
+
+    async def _hand_over(self, admitted: Answer | Steer) -> None:
+        """The message to the agent's turn in flight: an approval's answer, or a steer."""
+        if isinstance(admitted, Answer):
+            admitted.give()
+        else:
+            await self._steering.deliver(admitted.run, admitted.message)
 
     def holds(self, principal: str, task_id: str) -> bool:
         """A run of the principal's task is live here (a turn in flight, or watched)."""

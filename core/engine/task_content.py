@@ -1,32 +1,19 @@
 """How a task's content changes, as pure functions of the frozen `Task` (TaskRun applies
-them): an agent message, a status with the previous one's message moved to the history, an
-artifact update merged into the task's artifacts."""
+them): a status with the previous one's message moved to the history, a new turn, an answer,
+a steered message. (An agent message and an artifact update: turn/content.py.)"""
 
 from __future__ import annotations
 
-from core.engine.turn.content import joined_text
 from core.wire.base import utcnow
-from core.wire.enums import Role, TaskState
-from core.wire.ids import new_id
+from core.wire.enums import TaskState
 from core.wire.models import (
     Message,
-    Part,
+    Metadata,
     StreamResponse,
     Task,
-    TaskArtifactUpdateEvent,
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-
-
-def agent_message(task: Task, parts: list[Part]) -> Message:
-    return Message(
-        message_id=new_id(),
-        context_id=task.context_id,
-        task_id=task.id,
-        role=Role.AGENT,
-        parts=parts,
-    )
 
 
 def with_status(task: Task, status: TaskStatus) -> Task:
@@ -37,30 +24,13 @@ def with_status(task: Task, status: TaskStatus) -> Task:
     return task.model_copy(update={"status": status, "history": [*(task.history or []), previous]})
 
 
-def with_artifact(task: Task, update: TaskArtifactUpdateEvent) -> Task:
-    """`task` with the artifact update applied: a new artifact, a replaced one, or a chunk
-    appended (the stream carries each chunk; the stored task holds the text whole once the
-    last chunk is in)."""
-    artifacts = list(task.artifacts or [])
-    existing = next(
-        (i for i, a in enumerate(artifacts) if a.artifact_id == update.artifact.artifact_id),
-        None,
-    )
-    if update.append and existing is not None:
-        parts = [*artifacts[existing].parts, *update.artifact.parts]
-        parts = joined_text(parts) if update.last_chunk else parts
-        artifacts[existing] = artifacts[existing].model_copy(update={"parts": parts})
-    elif existing is not None:
-        artifacts[existing] = update.artifact
-    else:
-        artifacts.append(update.artifact)
-    return task.model_copy(update={"artifacts": artifacts})
-
-
-def status_event(task: Task, status: TaskStatus) -> StreamResponse:
+def status_event(
+    task: Task, status: TaskStatus, metadata: Metadata | None = None
+) -> StreamResponse:
+    """An update of `task` to `status` (`metadata`: the update's own)."""
     return StreamResponse(
         status_update=TaskStatusUpdateEvent(
-            task_id=task.id, context_id=task.context_id, status=status
+            task_id=task.id, context_id=task.context_id, status=status, metadata=metadata
         )
     )
 
@@ -86,3 +56,8 @@ def with_answer(task: Task, user: Message) -> Task:
             "status": task.status.model_copy(update={"message": None}),
         }
     )
+
+
+def with_steered(task: Task, user: Message) -> Task:
+    """`task` with `user`'s message, steered into its running turn, in the history."""
+    return task.model_copy(update={"history": [*(task.history or []), user]})

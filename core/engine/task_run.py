@@ -16,6 +16,9 @@ subscribers see never disagree; the user's policy hooks run before it (they may 
 drop the update), never inside it. The task is a frozen wire model: every change makes a new
 `Task` (task_content.py), so the snapshot is handed out as it is, never copied.
 
+What changes the task without moving its state (a note, an artifact, a queued task's place,
+a steered message) is task_notes.py's part of the class, checked against `NOTE_LEGAL`.
+
 The task's `a2aWrapper` section (wrapper_section.py), with the session id, is built here only.
 """
 
@@ -33,30 +36,22 @@ from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState, check_task_move
-from core.engine.task_content import (
-    agent_message,
-    status_event,
-    with_answer,
-    with_artifact,
-    with_status,
-    with_turn,
+from core.engine.task_content import status_event, with_answer, with_status, with_turn
+from core.engine.task_notes import TaskNotes
+from core.engine.turn.content import agent_message
+from core.engine.wrapper_section import (
+    TURN_OUTCOME,
+    WRAPPER_METADATA_KEY,
+    WrapperSection,
+    usage_record,
 )
-from core.engine.wrapper_section import TURN_OUTCOME, WRAPPER_METADATA_KEY, WrapperSection
 from core.storage.latch import Latch
 from core.storage.queued import Queued
 from core.storage.tasks import TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
 from core.wire.ids import new_id
-from core.wire.models import (
-    Artifact,
-    Message,
-    Part,
-    StreamResponse,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskStatus,
-)
+from core.wire.models import Message, Part, StreamResponse, Task, TaskStatus
 
 log = structlog.get_logger(__name__)
 
@@ -66,7 +61,7 @@ Notify = Callable[["TaskRun", StreamResponse], None]
 TurnEnd = Callable[[], Queued[None]]
 
 
-class TaskRun:
+class TaskRun(TaskNotes):
     """A task's live snapshot, its broker and its turn's state. Nothing else assigns these;
     every change is a method here (tests/unit/test_task_run_fields.py enforces it)."""
 
@@ -254,8 +249,18 @@ class TaskRun:
             resume_command=resume_command,
             new_session=new_session,
             expired_session=expired_session,
+            queue=None,
             **TURN_OUTCOME,
         )
+
+    def prepared(self, turn: Turn) -> None:
+        """The turn as the backend runs it (in its context's workspace)."""
+        self._turn = turn
+
+    @property
+    def turn(self) -> Turn | None:
+        """The turn in flight, as the backend runs it (None: none)."""
+        return self._turn
 
     def applying(self, event: BackendEvent | None) -> None:
         """The backend event being applied (for the afterEvent hook)."""
@@ -295,6 +300,7 @@ class TaskRun:
         if self._stop_reason is None:
             self._stop_reason = reason
         if was is RunState.QUEUED and not self._task.status.state.terminal:
+            self._set_section(queue=None)
             if reason is None:
                 await self.cancel()
             else:
@@ -326,6 +332,10 @@ class TaskRun:
 
     # ----- the task's content ----------------------------------------------------------------
 
+    def _became(self, task: Task) -> None:
+        """The task's new content (task_notes.py); its state is the one it had."""
+        self._task = task
+
     def _set_section(self, **changes: Any) -> None:
         self._section = replace(self._section, **changes)
         metadata = dict(self._task.metadata or {})
@@ -338,12 +348,12 @@ class TaskRun:
         self._set_section()
 
     def record_usage(self, usage: Usage) -> None:
-        self._section = self._section.with_usage(usage)
-        self._set_section()
+        self._set_section(usage=usage_record(usage))
 
     def record_sections(self, sections: Mapping[str, Any]) -> None:
-        """`workspace` (turn hooks) and TURN_OUTCOME's keys (the turn runner)."""
-        known = {*TURN_OUTCOME, "workspace"}
+        """`workspace` (turn hooks), TURN_OUTCOME's keys (the turn runner), and what the
+        turn's admission says: `options`, `forked_from`, `queue`."""
+        known = {*TURN_OUTCOME, "workspace", "options", "forked_from", "queue"}
         self._set_section(**{k: v for k, v in sections.items() if k in known})
 
     def record_approval(self, decision: Mapping[str, JsonValue]) -> None:
@@ -445,38 +455,6 @@ class TaskRun:
             self._settled.set()
         if status.state.terminal:
             self._broker.close()
-
-    async def progress(self, text: str, data: dict[str, Any] | None = None) -> None:
-        """A WORKING update with a note (a tool step's facts as a data part); never stored."""
-        self.announce()
-        task = self._task
-        facts = [Part(data=data, media_type="application/json")] if data else []
-        parts = [Part(text=text), *facts]
-        status = TaskStatus(
-            state=TaskState.WORKING, message=agent_message(task, parts), timestamp=utcnow()
-        )
-        event = await self._outgoing(status_event(task, status))
-        if event is not None:
-            self._publish(event)
-
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
-        self.announce()
-        task = self._task
-        event = await self._outgoing(
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    artifact=artifact,
-                    append=append or None,
-                    last_chunk=last_chunk or None,
-                )
-            )
-        )
-        if event is None or event.artifact_update is None:
-            return
-        self._task = with_artifact(self._task, event.artifact_update)
-        self._publish(event)
 
     async def reply_directly(self, parts: list[Part]) -> None:
         """The backend answered the first turn with a Message: no task remains (it is deleted

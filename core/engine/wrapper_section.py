@@ -24,6 +24,18 @@ TURN_OUTCOME: dict[str, JsonValue] = {
 UNKNOWN_RESET = "The agent could not resume the context's session; a new session served the turn."
 
 
+def usage_record(usage: Usage) -> dict[str, JsonValue]:
+    """A turn's usage as the section's `usage` says it."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "cacheCreationTokens": usage.cache_creation_tokens,
+        "costUsd": usage.cost_usd,
+        "model": usage.model,
+    }
+
+
 @dataclass(frozen=True)
 class WrapperSection:
     """What the daemon says about a task in its `a2aWrapper` metadata section."""
@@ -42,6 +54,11 @@ class WrapperSection:
     reset_reason: str | None = None
     # Why the turn failed, when the provider refused it (`kind`, `retryAfter`, ...).
     error: Mapping[str, JsonValue] | None = None
+    # Conversation control (core/engine/control/): the options the turn runs with, the
+    # context this one forked from, and where a waiting task is in its context's queue.
+    options: Mapping[str, JsonValue] | None = None
+    forked_from: Mapping[str, JsonValue] | None = None
+    queue: Mapping[str, JsonValue] | None = None
 
     @classmethod
     def of(cls, task: Task) -> WrapperSection | None:
@@ -57,6 +74,7 @@ class WrapperSection:
         workspace = raw.get("workspace")
         reason = raw.get("resetReason")
         error = raw.get("error")
+        options, forked, queue = raw.get("options"), raw.get("forkedFrom"), raw.get("queue")
         return cls(
             backend=backend if isinstance(backend, str) else None,
             leased="sessionId" in raw,
@@ -72,20 +90,9 @@ class WrapperSection:
             context_reset=raw.get("contextReset") is True,
             reset_reason=reason if isinstance(reason, str) else None,
             error=error if isinstance(error, dict) else None,
-        )
-
-    def with_usage(self, usage: Usage) -> WrapperSection:
-        """The turn's usage as the backend last reported it."""
-        return replace(
-            self,
-            usage={
-                "inputTokens": usage.input_tokens,
-                "outputTokens": usage.output_tokens,
-                "cacheReadTokens": usage.cache_read_tokens,
-                "cacheCreationTokens": usage.cache_creation_tokens,
-                "costUsd": usage.cost_usd,
-                "model": usage.model,
-            },
+            options=options if isinstance(options, dict) else None,
+            forked_from=forked if isinstance(forked, dict) else None,
+            queue=queue if isinstance(queue, dict) else None,
         )
 
     def bound(self, session_id: str, resume_command: str | None) -> WrapperSection:
@@ -130,4 +137,11 @@ class WrapperSection:
             section["approvals"] = [dict(a) for a in self.approvals]
         if self.workspace is not None:
             section["workspace"] = dict(self.workspace)
+        for key, value in (
+            ("options", self.options),
+            ("forkedFrom", self.forked_from),
+            ("queue", self.queue),
+        ):
+            if value is not None:
+                section[key] = dict(value)
         return section

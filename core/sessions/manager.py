@@ -122,6 +122,16 @@ class SessionManager:
             self._release(key)
             raise
 
+    async def fork_source(self, principal: str, context_id: str) -> str | None:
+        """The session a new context may fork from `principal`'s `context_id` (None: it has
+        none that is live; contexts not reused have none to fork)."""
+        if not self._reuse:
+            return None
+        record = await self._store.get(principal, context_id)
+        if record is None or is_expired(record, self._clock(), self._ttl):
+            return None
+        return record.session_id
+
     async def bound(self, lease: Lease, session_id: str) -> None:
         """The backend named the session serving this turn: store it now, so a crash later in
         the turn does not lose it. A different id than the one resumed is a new session."""

@@ -8,7 +8,15 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from core.engine.config import Approvals, EngineConfig, Limits, Output, Retention, Timeouts
+from core.engine.config import (
+    Approvals,
+    EngineConfig,
+    Limits,
+    Output,
+    Retention,
+    Timeouts,
+    TurnOptionRules,
+)
 from core.settings import Settings
 from core.workspaces.config import WorkspaceConfig
 
@@ -44,6 +52,9 @@ def engine_config(settings: Settings) -> EngineConfig:
             tasks=timedelta(milliseconds=storage.retention) if storage.retention else None,
             sweep_interval=storage.sweep_interval / 1000,
             session_sweep_interval=settings.session.cleanup_interval / 1000,
+        ),
+        turn_options=TurnOptionRules(
+            settings.turn_options.allowed, settings.turn_options.defaults.options()
         ),
     )
 

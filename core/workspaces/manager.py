@@ -24,9 +24,11 @@ import anyio
 import structlog
 
 from core.storage.sessions import SessionStore, WorkspaceRecord
+from core.workspaces import making
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
-from core.workspaces.naming import BRANCH_MAX, branch_slug, principal_dir, slug
+from core.workspaces.making import Start, Workspace, WorkspaceError
+from core.workspaces.naming import principal_dir, slug
 from core.workspaces.patches import Patch, conflicting
 from core.workspaces.paths import (
     NoWorktreeError,
@@ -41,45 +43,6 @@ from core.workspaces.paths import (
 log = structlog.get_logger(__name__)
 
 _STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "modified"}
-
-
-class WorkspaceError(Exception):
-    """The workspace cannot be made or used; `reason` is written for the caller."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Workspace:
-    record: WorkspaceRecord
-    # Both known to the daemon from when it made the workspace, never read from the work
-    # tree: a worktree's per-worktree admin directory (under the repository's .git, which
-    # the agent cannot write) and the worktree's root; a copy's private git directory and
-    # the copy itself.
-    git_dir: Path
-    top: Path
-
-    @property
-    def path(self) -> Path:
-        return Path(self.record.path)
-
-    @property
-    def git_args(self) -> tuple[str, ...]:
-        """How git reaches this workspace: its git directory and work tree named explicitly,
-        so the `.git` the agent can rewrite (file or folder) is never looked at."""
-        return ("--git-dir", str(self.git_dir), "--work-tree", str(self.top))
-
-    def describe(self, head: str | None = None) -> dict[str, str]:
-        """The task's `a2aWrapper.workspace` section."""
-        return {
-            "mode": self.record.mode,
-            "path": self.record.path,
-            "branch": self.record.branch,
-            "base": self.record.base,
-            "head": head or self.record.base,
-        }
 
 
 @dataclass(frozen=True)
@@ -107,8 +70,12 @@ class WorkspaceManager:
 
     # ----- the workspace of a context -----------------------------------------------------
 
-    async def ensure(self, principal: str, context_id: str) -> Workspace:
-        """The context's workspace, made now when it has none (or lost its directory)."""
+    async def ensure(
+        self, principal: str, context_id: str, *, fork_from: str | None = None
+    ) -> Workspace:
+        """The context's workspace, made now when it has none (or lost its directory);
+        `fork_from`: a context of the same principal whose workspace, as it is now, a new
+        one is branched from (a context that has its workspace already keeps it)."""
         record = await self._store.workspace(principal, context_id)
         if record is not None and await anyio.Path(record.path).is_dir():
             # In use again: no longer expired (what could not be saved is still in it).
@@ -118,12 +85,44 @@ class WorkspaceManager:
             if record is not None:
                 log.warning("workspace.missing", context_id=context_id, path=record.path)
                 await self._store.delete_workspace(principal, context_id)
-            made = await self._make(principal, context_id)
+            start = None if fork_from is None else await self._start(principal, fork_from)
+            made = await self._make(principal, context_id, start)
         await self._store.put_workspace(made.record)
-        log.info("workspace.created", context_id=context_id, path=made.record.path)
+        log.info(
+            "workspace.created", context_id=context_id, path=made.record.path, fork_of=fork_from
+        )
         return made
 
-    async def _make(self, principal: str, context_id: str) -> Workspace:
+    async def _start(self, principal: str, source: str) -> Start:
+        """Where a fork of `source` (a context of `principal`: only that principal's records
+        are looked up) starts: its workspace's state now, taken by the daemon's snapshot."""
+        record = await self._store.workspace(principal, source)
+        if (
+            record is None
+            or record.principal != principal
+            or not await anyio.Path(record.path).is_dir()
+        ):
+            raise WorkspaceError(
+                "The context this one forks from has no workspace (it expired, or never ran "
+                "a turn), so there is nothing to branch from; start a new context instead."
+            )
+        if record.mode != self.config.mode:
+            raise WorkspaceError(
+                f"The context this one forks from has a {record.mode} workspace, and this "
+                f"daemon makes {self.config.mode} workspaces now: it cannot be branched from."
+            )
+        workspace = await self.open(record)
+        head = await self.head(workspace)
+        tree = await self.snapshot(workspace)
+        # A commit of the daemon's, in the source's object database only (no ref moves), so
+        # a copy can fetch the state by its id.
+        message = f"a2a-wrapper: context {source} as it was forked"
+        state = await git(
+            *IDENTITY, *workspace.git_args, "commit-tree", tree, "-p", head, "-m", message
+        )
+        return Start(head, state.decode().strip(), record.base, workspace.git_dir)
+
+    async def _make(self, principal: str, context_id: str, start: Start | None) -> Workspace:
         config = self.config
         count = len(await self._store.workspaces())
         if count >= config.max_workspaces:
@@ -135,9 +134,8 @@ class WorkspaceManager:
         path = config.root / principal_dir(principal) / name
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if config.mode == "worktree":
-                return await self._worktree(principal, context_id, path)
-            return await self._copy(principal, context_id, path)
+            make = making.worktree if config.mode == "worktree" else making.copy
+            return await make(config, principal, context_id, path, start)
         except OSError as exc:
             await self._discard(path, config.root / f"{name}.git")
             raise _disk_error(exc) from exc
@@ -150,41 +148,6 @@ class WorkspaceManager:
                 "The daemon could not make this context's workspace "
                 f"(workspace.mode {config.mode}); the daemon log says why."
             ) from exc
-
-    async def _worktree(self, principal: str, context_id: str, path: Path) -> Workspace:
-        repository = await toplevel(self.config.directory)
-        if repository is None:
-            raise WorkspaceError(
-                "workspace.mode is worktree, but workingDirectory is not in a git repository; "
-                "use workspace.mode copy for a plain directory."
-            )
-        base = (
-            (
-                await git(
-                    "rev-parse", "--verify", f"{self.config.base_ref}^{{commit}}", cwd=repository
-                )
-            )
-            .decode()
-            .strip()
-        )
-        branch = await self._free_branch(repository, context_id)
-        # A worktree whose folder was deleted by hand is still registered until pruned.
-        await git("worktree", "prune", cwd=repository)
-        await git("worktree", "add", "-q", "-b", branch, str(path), base, cwd=repository)
-        admin = await anyio.to_thread.run_sync(admin_dir, await common_dir(repository), path)
-        # The agent works in the same folder of the worktree as workingDirectory is in the repo.
-        inner = self.config.directory.relative_to(repository)
-        record = WorkspaceRecord(
-            principal=principal,
-            context_id=context_id,
-            mode="worktree",
-            path=str(path / inner) if str(inner) != "." else str(path),
-            branch=branch,
-            base=base,
-            created_at=datetime.now(UTC),
-            git_dir=str(admin),
-        )
-        return Workspace(record, admin, path)
 
     async def open(self, record: WorkspaceRecord) -> Workspace:
         """The workspace of a record, with the git directory and work tree the daemon made
@@ -210,63 +173,6 @@ class WorkspaceManager:
         if path != top and top not in path.parents:
             raise WorkspaceError("This context's worktree is no longer where it was made.")
         return Workspace(record, admin, top)
-
-    async def _free_branch(self, repository: Path, context_id: str) -> str:
-        """`a2a/<context>`, unless that is no valid branch name, is longer than
-        `BRANCH_MAX` or is taken (a kept branch of an expired workspace, another principal's
-        context of the same id)."""
-        wanted = f"a2a/{context_id}"
-        if len(wanted.encode()) > BRANCH_MAX:
-            wanted = f"a2a/{branch_slug(context_id)}"
-        try:
-            await git("check-ref-format", "--branch", wanted, cwd=repository)
-        except GitError:
-            wanted = f"a2a/{branch_slug(context_id)}"
-        candidate, n = wanted, 1
-        while True:
-            try:
-                await git(
-                    "rev-parse", "--verify", "--quiet", f"refs/heads/{candidate}", cwd=repository
-                )
-            except GitError:
-                return candidate
-            n += 1
-            candidate = f"{wanted}-{n}"
-
-    async def _copy(self, principal: str, context_id: str, path: Path) -> Workspace:
-        source = self.config.directory
-        git_dir = path.with_name(path.name + ".git")
-        await anyio.to_thread.run_sync(
-            lambda: shutil.copytree(
-                source, path, symlinks=True, ignore=shutil.ignore_patterns(".git")
-            )
-        )
-        branch = f"a2a/{branch_slug(context_id)}"
-        where = ("--git-dir", str(git_dir), "--work-tree", str(path))
-        await git(*where, "init", "-q", "-b", branch)
-        await git(*where, "add", "-A")
-        await git(
-            *IDENTITY,
-            *where,
-            "commit",
-            "-q",
-            "--allow-empty",
-            "--no-verify",
-            "-m",
-            "a2a-wrapper: the copy's base",
-        )
-        base = (await git(*where, "rev-parse", "HEAD")).decode().strip()
-        record = WorkspaceRecord(
-            principal=principal,
-            context_id=context_id,
-            mode="copy",
-            path=str(path),
-            branch=branch,
-            base=base,
-            created_at=datetime.now(UTC),
-            git_dir=str(git_dir),
-        )
-        return Workspace(record, git_dir, path)
 
     # ----- what changed -------------------------------------------------------------------
 

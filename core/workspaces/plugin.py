@@ -23,7 +23,8 @@ from core.engine.turn.plugins import NO_REPORT, StopTurnError, TurnReport
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Message
 from core.workspaces.git import GitError
-from core.workspaces.manager import Changes, Workspace, WorkspaceError, WorkspaceManager
+from core.workspaces.making import Workspace, WorkspaceError
+from core.workspaces.manager import Changes, WorkspaceManager
 from core.workspaces.patches import Patch, PatchError, is_patch, read_patch
 
 log = structlog.get_logger(__name__)
@@ -49,6 +50,15 @@ def wants_cumulative(metadata: Mapping[str, Any]) -> bool:
     `{"a2aWrapper": {"changes": "cumulative"}}`."""
     section = metadata.get("a2aWrapper")
     return isinstance(section, dict) and section.get("changes") == "cumulative"
+
+
+def fork_source(metadata: Mapping[str, Any]) -> str | None:
+    """The context a new context's first turn forks from, as the engine checked it and put
+    it in the turn's `{"a2aWrapper": {"forkFrom": ...}}` (the workspace manager looks it up
+    among the turn's principal's own workspaces only)."""
+    section = metadata.get("a2aWrapper")
+    source = section.get("forkFrom") if isinstance(section, dict) else None
+    return source if isinstance(source, str) and source else None
 
 
 class WorkspaceHooks:
@@ -101,7 +111,9 @@ class WorkspaceHooks:
         patches = [c for c in turn.parts if is_patch(c) and isinstance(c, FileContent)]
         manager = self._manager
         try:
-            workspace = await manager.ensure(turn.principal, turn.context_id)
+            workspace = await manager.ensure(
+                turn.principal, turn.context_id, fork_from=fork_source(turn.metadata)
+            )
             read: list[Patch] = []
             limit = self._config.max_patch_bytes
             for content in patches:

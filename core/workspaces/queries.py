@@ -8,7 +8,8 @@ import structlog
 
 from core.storage.sessions import SessionStore, WorkspaceRecord
 from core.workspaces.git import GitError
-from core.workspaces.manager import Changes, WorkspaceError, WorkspaceManager
+from core.workspaces.making import WorkspaceError
+from core.workspaces.manager import Changes, WorkspaceManager
 
 log = structlog.get_logger(__name__)
 

@@ -39,11 +39,11 @@ from aiohttp import web
 
 from harness.mock_models import refusals
 from harness.mock_models.steps import (
+    Action,
     CallTool,
     Hang,
     Say,
     Shell,
-    Step,
     TurnScript,
     Upstream,
     WriteFile,
@@ -344,6 +344,7 @@ class AnthropicMock:
                 recorded.reply = Reply(error=401, error_message="invalid x-api-key")
             else:
                 recorded.reply = self._choose(recorded)
+                await self.turns.hold(recorded)
             response = await self._answer(request, recorded, recorded.reply)
         except BaseException:
             # The handler is cancelled when the client disconnects (handler_cancellation).
@@ -395,7 +396,7 @@ class AnthropicMock:
         return response
 
 
-def reply_for(step: Step) -> Reply:
+def reply_for(step: Action) -> Reply:
     """A neutral step in Claude Code's terms (its tools are `Bash` and `Write`)."""
     match step:
         case Say(text):

@@ -33,11 +33,11 @@ from aiohttp import web
 
 from harness.mock_models import refusals
 from harness.mock_models.steps import (
+    Action,
     CallTool,
     Hang,
     Say,
     Shell,
-    Step,
     TurnScript,
     Upstream,
     WriteFile,
@@ -82,6 +82,12 @@ class GeminiRequest:
     @property
     def offers_tools(self) -> bool:
         return bool(self.tool_names)
+
+    @property
+    def model(self) -> str | None:
+        """The model of the call's path (`/v1beta/models/MODEL:streamGenerateContent`)."""
+        _, found, rest = self.path.partition("/models/")
+        return rest.partition(":")[0] or None if found else None
 
     def texts(self, role: str) -> list[str]:
         """The text of each content of `role` ("assistant" is the API's "model"), its text
@@ -201,6 +207,7 @@ class GeminiMock:
             return _error(401, "API key not valid. Please pass a valid API key.")
         step = self.turns.next_step(record)
         try:
+            await self.turns.hold(record)
             if isinstance(step, Upstream) and step.refusal != "error":
                 return refusals.gemini(step)
             if isinstance(step, Upstream):
@@ -214,7 +221,7 @@ class GeminiMock:
         return response
 
     async def _answer(
-        self, request: web.Request, record: GeminiRequest, step: Step | None, *, stream: bool
+        self, request: web.Request, record: GeminiRequest, step: Action | None, *, stream: bool
     ) -> web.StreamResponse:
         chunks = _chunks(record, step)
         if not stream:
@@ -243,7 +250,7 @@ class GeminiMock:
         await self._release.wait()
 
 
-def _chunks(record: GeminiRequest, step: Step | None) -> list[dict[str, Any]]:
+def _chunks(record: GeminiRequest, step: Action | None) -> list[dict[str, Any]]:
     """The streamed chunks of the reply to `record` (the last one has the finish reason)."""
     match step:
         case Say(text):

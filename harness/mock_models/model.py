@@ -136,6 +136,10 @@ class MockModel:
         """The model's next turns, each a list of steps (steps.py says how requests match)."""
         self._running_server.turns.add(*turns)
 
+    def release(self) -> None:
+        """Answer every request a `Hold` step holds (steps.py)."""
+        self._running_server.turns.release()
+
     def reset(self) -> None:
         """Let every hanging reply go, then forget the requests and the script."""
         server = self._running_server

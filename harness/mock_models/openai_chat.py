@@ -55,11 +55,11 @@ from aiohttp import web
 
 from harness.mock_models import refusals
 from harness.mock_models.steps import (
+    Action,
     CallTool,
     Hang,
     Say,
     Shell,
-    Step,
     TurnScript,
     Upstream,
     WriteFile,
@@ -470,6 +470,7 @@ class OpenAIChatMock:
         self.requests.append(record)
         await self._notify()
         try:
+            await self.turns.hold(record)
             response = await self._answer(request, record, record.reply)
         except (asyncio.CancelledError, ConnectionError):
             record.disconnected = True
@@ -549,7 +550,7 @@ class OpenAIChatMock:
         }
 
 
-def reply_for(step: Step, request: ChatRequest) -> Reply:
+def reply_for(step: Action, request: ChatRequest) -> Reply:
     """A neutral step in the terms of the tools `request` offers (OpenCode writes with `write`,
     Copilot with `create`; both run commands with `bash`; Antigravity has its own names)."""
     match step:

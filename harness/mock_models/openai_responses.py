@@ -37,11 +37,11 @@ from aiohttp import web
 
 from harness.mock_models import refusals
 from harness.mock_models.steps import (
+    Action,
     CallTool,
     Hang,
     Say,
     Shell,
-    Step,
     TurnScript,
     Upstream,
     WriteFile,
@@ -183,6 +183,11 @@ class RecordedRequest:
         return bool(self.body.get("tools"))
 
     @property
+    def model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
+
+    @property
     def went_away(self) -> bool:
         return self.disconnected.is_set()
 
@@ -273,6 +278,7 @@ class ResponsesMock:
             self.requests.append(recorded)
             self._arrived.notify_all()
         try:
+            await self.turns.hold(recorded)
             return await self._answer(request, recorded, reply)
         except (asyncio.CancelledError, ConnectionResetError):
             recorded.disconnected.set()
@@ -318,7 +324,7 @@ class ResponsesMock:
         return response
 
 
-def reply_for(step: Step) -> Reply:
+def reply_for(step: Action) -> Reply:
     """A neutral step in Codex's terms (a file is written with `apply_patch`)."""
     match step:
         case Say(text):

@@ -20,6 +20,7 @@ that request too (same last user text), as a failing endpoint would.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -98,7 +99,18 @@ class Hang:
     """The reply starts, then nothing more comes until the agent goes away (or a release)."""
 
 
-Step = Say | Shell | WriteFile | CallTool | Upstream | Hang
+@dataclass(frozen=True)
+class Hold:
+    """`then`, answered only once the test calls `MockModel.release()` (or `reset()`): the
+    request stays open meanwhile, so the agent's turn is busy (to steer it, or queue behind
+    it) for as long as the test needs."""
+
+    then: Action
+
+
+Action = Say | Shell | WriteFile | CallTool | Upstream | Hang
+"""What the model does in answer to one request (a `Hold` only delays one)."""
+Step = Action | Hold
 Turn = Sequence[Step]
 
 
@@ -119,6 +131,11 @@ class ModelRequest(Protocol):
         """The agent hung up before the reply was complete."""
         ...
 
+    @property
+    def model(self) -> str | None:
+        """The model the agent asked for."""
+        ...
+
     def texts(self, role: str) -> list[str]: ...
 
     def tool_outputs(self) -> list[str]: ...
@@ -137,6 +154,27 @@ class TurnScript:
         self._turns: list[list[Step]] = []
         self._current: list[Step] = []
         self._failing: tuple[str, Upstream] | None = None
+        # Requests answered by a `Hold` step wait until the release count moves on.
+        self._held: list[object] = []
+        self._releases = 0
+
+    def release(self) -> None:
+        """Let every held request be answered."""
+        with self._lock:
+            self._releases += 1
+
+    async def hold(self, request: object) -> None:
+        """Return once `request` may be answered (at once unless a `Hold` step answers it)."""
+        with self._lock:
+            if not any(r is request for r in self._held):
+                return
+            seen = self._releases
+        while True:
+            with self._lock:
+                if self._releases != seen:
+                    self._held = [r for r in self._held if r is not request]
+                    return
+            await asyncio.sleep(0.05)
 
     def add(self, *turns: Turn) -> None:
         with self._lock:
@@ -147,8 +185,12 @@ class TurnScript:
             self._turns.clear()
             self._current = []
             self._failing = None
+            self._held = []
+            self._releases += 1
 
-    def next_step(self, request: ModelRequest) -> Step | None:
+    def next_step(
+        self, request: ModelRequest
+    ) -> Say | Shell | WriteFile | CallTool | Upstream | Hang | None:
         """The step that answers `request`, or None for the mock's default answer."""
         if not request.offers_tools:
             return None
@@ -159,6 +201,9 @@ class TurnScript:
             if not request.ends_with_tool_output:
                 self._current = self._turns.pop(0) if self._turns else []
             step = self._current.pop(0) if self._current else None
+            if isinstance(step, Hold):
+                self._held.append(request)
+                step = step.then
             if isinstance(step, Upstream):
                 self._failing = (request.last_user_text, step)
             return step

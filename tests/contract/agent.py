@@ -87,10 +87,41 @@ class Agent:
         answer: dict[str, Any] = response.json()
         return answer
 
-    def send(self, text: str, context: str, **configuration: Any) -> Task:
-        """SendMessage on `context` (blocking unless `returnImmediately=True`): the task."""
-        message = self.message(text, contextId=context)
-        return self._send({"message": message, **_config(configuration)})
+    def send(
+        self,
+        text: str,
+        context: str,
+        *,
+        control: dict[str, Any] | None = None,
+        **configuration: Any,
+    ) -> Task:
+        """SendMessage on `context` (blocking unless `returnImmediately=True`): the task.
+        `control`: the request's `a2aWrapper` metadata (delivery, forkFrom, model, ...)."""
+        return self._send(self.params(text, contextId=context, control=control, **configuration))
+
+    def params(
+        self, text: str, *, control: dict[str, Any] | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """SendMessage params: a text message with `fields` (contextId, taskId) but the
+        configuration keys (`returnImmediately`, ...), and `control` as `a2aWrapper`."""
+        configuration = {k: fields.pop(k) for k in list(fields) if k not in _MESSAGE_FIELDS}
+        params: dict[str, Any] = {"message": self.message(text, **fields), **_config(configuration)}
+        if control is not None:
+            params["metadata"] = {"a2aWrapper": control}
+        return params
+
+    def refusal(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-RPC error SendMessage answers `params` with (it must be one)."""
+        body = self.call("SendMessage", params)
+        assert "error" in body, body
+        error: dict[str, Any] = body["error"]
+        return error
+
+    def card(self) -> dict[str, Any]:
+        response = self.http.get(f"{self.daemon.url}/.well-known/agent-card.json")
+        assert response.status_code == 200, response.text
+        card: dict[str, Any] = response.json()
+        return card
 
     def reply(self, task: Task, part: dict[str, Any]) -> Task:
         """The caller's answer on `task` (blocking): a text or a data part."""
@@ -140,6 +171,10 @@ class Agent:
         parts = [{"text": text}]
         return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts, **extra}
 
+    def send_params(self, params: dict[str, Any]) -> Task:
+        """SendMessage with `params` (from `params()`): the task."""
+        return self._send(params)
+
     def _send(self, params: dict[str, Any]) -> Task:
         body = self.call("SendMessage", params)
         assert "result" in body, body
@@ -155,6 +190,9 @@ def _merged(base: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
         deep = isinstance(old, dict) and isinstance(value, dict)
         merged[key] = _merged(old, value) if isinstance(old, dict) and deep else value
     return merged
+
+
+_MESSAGE_FIELDS = ("contextId", "taskId", "metadata", "referenceTaskIds")
 
 
 def _config(configuration: dict[str, Any]) -> dict[str, Any]:

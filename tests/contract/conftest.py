@@ -16,7 +16,7 @@ import pytest
 
 from harness.mock_models.model import MockModel
 from tests.contract.agent import Agent
-from tests.contract.targets import BackendTarget, Places, targets_for
+from tests.contract.targets import BackendTarget, Places, targets_for, targets_lacking
 from tests.support.daemon import Daemons
 
 Serve = Callable[..., Agent]
@@ -30,6 +30,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "needs(*capabilities): the contract case runs only for targets that lack none of them"
         " (tests/contract/targets.py CAPABILITIES)",
     )
+    config.addinivalue_line(
+        "markers",
+        "lacks(*capabilities): a refusal case, run only for targets that lack all of them; when"
+        " every target has them it is deselected (not skipped)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -37,11 +42,29 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" not in metafunc.fixturenames:
         return
     needs = {c for mark in metafunc.definition.iter_markers("needs") for c in mark.args}
+    lacked = {c for mark in metafunc.definition.iter_markers("lacks") for c in mark.args}
     targets = targets_for(needs)
+    if lacked:
+        targets = targets_lacking(lacked, targets)
+        if not targets:
+            # Every agent can do it, so nobody refuses it: one placeholder, deselected below.
+            metafunc.parametrize("target", [_NOBODY_LACKS], ids=str, scope="module")
+            return
     if not targets:
         # An empty parameter set would be a skip; CI allows none.
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: no contract target has {needs}")
     metafunc.parametrize("target", targets, ids=str, scope="module")
+
+
+_NOBODY_LACKS = "nobody-lacks-it"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the placeholder of a refusal case no target lacks the capability for."""
+    gone = [i for i in items if i.name.endswith(f"[{_NOBODY_LACKS}]")]
+    if gone:
+        config.hook.pytest_deselected(items=gone)
+        items[:] = [i for i in items if i not in gone]
 
 
 @pytest.fixture(scope="session")

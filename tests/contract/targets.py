@@ -12,8 +12,9 @@ says what it needs with `@pytest.mark.needs("approvals", ...)`, naming entries o
 `CAPABILITIES`; a target says what its agent cannot do in `lacks`. The suite's
 `pytest_generate_tests` parametrizes each case only over the targets that lack none of what it
 needs (`targets_for`), so a target never collects a case it cannot pass, and nothing is skipped.
-Every built-in target but opencode-acp lacks nothing and so runs every case (opencode-acp lacks
-`quota`: see its target); a case no target can run is a collection error, not a skip.
+A refusal case (what an agent lacking a capability answers) says
+`@pytest.mark.lacks("steer")` and runs on the targets that lack it. A case no target can run
+is a collection error, not a skip.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ CAPABILITIES: dict[str, str] = {
     "resume": "resumes a context's session after a daemon restart",
     "streaming": "streams its answer in pieces as the model sends them",
     "quota": "ends a turn whose model call is refused for a used-up quota (no endless retry)",
+    "steer": "takes a message into its running turn (`delivery: steer`)",
+    "fork": "starts a context from a native fork of another context's session (`forkFrom`)",
+    "model": "runs a turn on the model its message chooses (`other_model`)",
+    "readOnly": "runs a turn in `readOnly` mode without editing its workspace",
 }
 """What a contract case may need (`@pytest.mark.needs(...)`) and a target may lack."""
 
@@ -97,6 +102,10 @@ class BackendTarget:
     """What the AUTH_REQUIRED status message tells the operator to do (a part of it)."""
     health_block: dict[str, Any] = field(default_factory=dict)
     """Block keys for the health cases (test_health.py): e.g. the agent's own retries."""
+    other_model: str = "mock-model-b"
+    """A model a message may choose (not the configured one): the per-message model case."""
+    other_model_seen: str | None = None
+    """The name the mock sees when a message chooses `other_model` (None: the same)."""
 
     def __post_init__(self) -> None:
         unknown = self.lacks - CAPABILITIES.keys()
@@ -142,6 +151,9 @@ def _codex_block(url: str, places: Places) -> dict[str, Any]:
 
 
 def _opencode_block(url: str, places: Places) -> dict[str, Any]:
+    config = provider_config(url)
+    models = config["provider"]["mock"]["models"]
+    models["mock-model-b"] = {**models["mock-model"], "name": "Mock B"}  # other_model
     return {
         "workingDirectory": str(places.work),
         "home": str(places.root / "opencode-home"),
@@ -149,7 +161,7 @@ def _opencode_block(url: str, places: Places) -> dict[str, Any]:
         "model": "mock/mock-model",
         "maxRetries": 1,
         "env": {**TEST_ENV, "HOME": str(_home(places))},
-        "config": provider_config(url),
+        "config": config,
     }
 
 
@@ -211,6 +223,7 @@ TARGETS: list[BackendTarget] = [
         check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
         credentials_fix="ANTHROPIC_API_KEY",
+        other_model="claude-haiku-4-5",
         # One retry: the provider's retry-after shows in Claude Code's api_retry message.
         health_block={"env": {"CLAUDE_CODE_MAX_RETRIES": "1"}},
     ),
@@ -241,6 +254,8 @@ TARGETS: list[BackendTarget] = [
         check_question=_opencode_question,
         asks={"permission": {"bash": "ask"}},
         credentials_fix="opencode auth login",
+        other_model="mock/mock-model-b",
+        other_model_seen="mock-model-b",
     ),
     BackendTarget(
         name="copilot",
@@ -287,6 +302,7 @@ TARGETS.append(
         check_question=_antigravity_question,
         runs_shell={"commands": "allow"},
         credentials_fix="the proxy in front of the OpenAI-compatible endpoint",
+        lacks=frozenset({"steer", "fork"}),
     )
 )
 
@@ -300,6 +316,18 @@ def targets_for(
     if unknown:
         raise ValueError(f"unknown capabilities {sorted(unknown)} (known: {sorted(CAPABILITIES)})")
     return [t for t in (TARGETS if targets is None else targets) if not t.lacks & needed]
+
+
+def targets_lacking(
+    lacked: Iterable[str], targets: Iterable[BackendTarget] | None = None
+) -> list[BackendTarget]:
+    """The targets (default: `TARGETS`) that lack every capability in `lacked` (what a
+    refusal case runs on)."""
+    wanted = frozenset(lacked)
+    unknown = wanted - CAPABILITIES.keys()
+    if unknown:
+        raise ValueError(f"unknown capabilities {sorted(unknown)} (known: {sorted(CAPABILITIES)})")
+    return [t for t in (TARGETS if targets is None else targets) if wanted <= t.lacks]
 
 
 def add_target(target: BackendTarget) -> None:
@@ -339,7 +367,7 @@ def _acp_target(
         marker_outside=False,
         check_question=_acp_question,
         runs_shell=_ACP_RUNS_SHELL,
-        **more,
+        **{"lacks": frozenset({"steer"}), **more},
     )
 
 
@@ -363,7 +391,7 @@ TARGETS += [
         # provider without end (only the Responses stream's error event is final to it), and
         # its ACP face reports no retry: the turn ends at timeouts.turn. The `opencode` backend
         # sees the retries (maxRetries) and names the quota.
-        lacks=frozenset({"quota"}),
+        lacks=frozenset({"quota", "steer"}),
         resume="opencode --session {}",
         credentials_fix="opencode auth login",
     ),

@@ -8,11 +8,12 @@ in a `*.dist-info` on the path."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 
-from tests.contract.targets import CAPABILITIES, TARGETS, targets_for
+from tests.contract.targets import CAPABILITIES, TARGETS, targets_for, targets_lacking
 from tests.support import pytest_run
 
 LACKING = """\
@@ -38,20 +39,44 @@ def test_a_target_lacking_a_capability_gets_no_case_that_needs_it(tmp_path: Path
     quota = {c for c in every if "used_up_quota" in c}
     assert len(approvals) >= 7, "the approval cases need `approvals`"
     assert len(quota) == 1, "the quota case needs `quota`"
+    marks = {case: _marks(case) for case in every}
     for target in TARGETS:
-        lacked = quota if "quota" in target.lacks else set()
-        assert cases[target.name] == every - lacked, f"{target.name} runs every case it can"
-    assert cases["lacking"] == every - approvals
+        runs = {
+            case
+            for case, (needs, lacks) in marks.items()
+            if not needs & target.lacks and lacks <= target.lacks
+        }
+        assert cases[target.name] == runs, f"{target.name} runs every case it can"
+    assert cases["lacking"] == {c for c in every - approvals if not marks[c][1] - {"approvals"}}
     shell = "test_cancel_while_the_shell_tool_runs_stops_the_tool_and_the_context_goes_on"
     assert f"tests/contract/test_conversation.py::{shell}" in cases["lacking"], (
         "it keeps the cases that need only what it has"
     )
 
 
+def _marks(case: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What a collected case needs and what it runs only without (its `needs`, `lacks`)."""
+    path, _, name = case.partition("::")
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    found: dict[str, set[str]] = {"needs": set(), "lacks": set()}
+    for holder in (module, getattr(module, name)):
+        marks = getattr(holder, "pytestmark", [])
+        for mark in marks if isinstance(marks, list) else [marks]:
+            if mark.name in found:
+                found[mark.name].update(mark.args)
+    return frozenset(found["needs"]), frozenset(found["lacks"])
+
+
 def test_a_case_may_only_need_a_known_capability() -> None:
-    lacking = [t.name for t in TARGETS if t.lacks]
-    assert lacking == ["opencode-acp"], "the built-ins lack nothing but opencode-acp's quota"
-    assert targets_for(set(CAPABILITIES) - {"quota"}) == TARGETS
-    assert [t.name for t in targets_for({"quota"})] == [t.name for t in TARGETS if not t.lacks]
+    assert targets_for(set()) == TARGETS
+    assert [t.name for t in targets_for({"quota"})] == [
+        t.name for t in TARGETS if "quota" not in t.lacks
+    ]
+    assert [t.name for t in targets_lacking({"steer"})] == [
+        t.name for t in TARGETS if "steer" in t.lacks
+    ]
+    assert set(CAPABILITIES) >= {"steer", "fork", "model", "readOnly"}
     with pytest.raises(ValueError, match="unknown capabilities"):
         targets_for({"telepathy"})
+    with pytest.raises(ValueError, match="unknown capabilities"):
+        targets_lacking({"telepathy"})

@@ -60,6 +60,8 @@ def test_the_wheel_holds_core_and_wrappers_only_and_the_sdist_builds(dist: Dist)
     assert tops == {"core", "wrappers", "a2a_wrapper_daemon-0.1.0.dist-info"}
     assert "wrappers/npm-agents.txt" in names
     assert "wrappers/echo/backend.py" in names
+    # The schema of the card's conversation-control extension (core/api/conversation_control.py).
+    assert "core/api/schemas/conversation-control.schema.json" in names
     assert headers["Name"] == "a2a-wrapper-daemon"
     assert headers["License-Expression"] == "Apache-2.0"
     with tarfile.open(dist.sdist) as sdist:

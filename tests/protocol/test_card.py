@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.api import conversation_control
 from tests.conftest import Client, MakeClient, make_settings
 
 CARD = "/.well-known/agent-card.json"
@@ -20,11 +21,13 @@ async def test_card_for_both_generations(client: Client) -> None:
         {"url": f"{base}/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         {"url": f"{base}/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
     ]
+    extensions = card["capabilities"].pop("extensions")
     assert card["capabilities"] == {
         "streaming": True,
         "pushNotifications": False,
         "extendedAgentCard": False,
     }
+    assert [e["uri"] for e in extensions] == [conversation_control.URI]
     assert card["url"] == f"{base}/a2a/jsonrpc"
     assert card["preferredTransport"] == "JSONRPC"
     assert card["protocolVersion"] == "0.3.0"

@@ -190,7 +190,15 @@ DAEMON_SURFACE = (
     "core.storage.sqlite.database.SqliteDatabase",
 )
 
-CLIENT_USERS = ("core/cli.py", "core/api/local_agents.py", "core/bindings/http/mcp.py")
+CLIENT_USERS = (
+    "core/cli.py",
+    "core/api/local_agents.py",
+    "core/bindings/http/mcp.py",
+    # The conversation-control extension: published under the URI any client reads it by,
+    # and shown from the card as any client shows it.
+    "core/api/conversation_control.py",
+    "core/bindings/http/console/render.py",
+)
 
 RULES = [
     only_in("aiohttp", "core/bindings/http"),

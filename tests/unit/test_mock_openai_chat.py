@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from harness.mock_models.gemini import GeminiRequest
 from harness.mock_models.openai_chat import (
     ChatRequest,
     ErrorReply,
@@ -17,7 +18,9 @@ from harness.mock_models.openai_chat import (
     TextReply,
     ToolCallReply,
 )
+from harness.mock_models.openai_responses import RecordedRequest as ResponsesRequest
 from harness.mock_models.refusals import OPENAI_5XX
+from harness.mock_models.steps import Hold, Say
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
 
@@ -185,3 +188,26 @@ async def test_responder_sees_the_request_and_may_fall_through() -> None:
     assert isinstance(plain, dict)
     assert plain["choices"][0]["message"]["content"] == "MOCK REPLY: y"
     assert [r.last_user_text for r in mock.matching(lambda r: not r.stream)] == ["y"]
+
+
+async def test_a_hold_step_answers_only_once_released() -> None:
+    async with OpenAIChatMock() as mock, aiohttp.ClientSession() as session:
+        mock.turns.add([Hold(Say("held answer"))])
+        posted = asyncio.ensure_future(post(session, mock, chat("wait for it", tools=TOOLS)))
+        await mock.wait_for_request()
+        await asyncio.wait({posted}, timeout=0.2)
+        assert not posted.done(), "a held request is not answered"
+        mock.turns.release()
+        status, chunks = await asyncio.wait_for(posted, 10)
+
+    assert status == 200
+    assert streamed_text(chunks) == "held answer"
+    assert mock.requests[0].model == "mock-model"
+
+
+def test_every_mock_request_names_its_model() -> None:
+    responses = ResponsesRequest(1, "/v1/responses", {}, {"model": "gpt-x"})
+    gemini = GeminiRequest("/v1beta/models/gemini-9:streamGenerateContent", {}, {})
+    unnamed = GeminiRequest("/v1beta/other", {}, {})
+
+    assert (responses.model, gemini.model, unnamed.model) == ("gpt-x", "gemini-9", None)

@@ -19,6 +19,7 @@ from google.antigravity.hooks import PreToolCallDecideHook
 
 from core.backend import ApprovalRequest
 from wrappers.antigravity.config import AntigravityConfig, Capability
+from wrappers.antigravity.control import read_only_refusal
 from wrappers.antigravity.options import COMMAND_TOOLS, FILE_WRITE_TOOLS, SUBAGENT_TOOLS
 from wrappers.antigravity.session import ActiveTurn
 
@@ -93,15 +94,13 @@ class Gate(PreToolCallDecideHook):  # type: ignore[misc]  # the SDK is untyped
 
     async def run(self, context: Any, data: Any) -> Any:
         name = str(data.name)
-        switch = switch_of(name)
-        if switch is None:
-            return _allow()
-        value = setting(self._config, switch)
-        if value == "allow" or name in self.always:
-            return _allow()
-        if value == "deny":
-            return _deny(f"{name} is turned off ({_KEYS[switch]}: deny).")
         active = self._active()
+        switch = switch_of(name)
+        refusal = self._refusal(name, switch, active)
+        if refusal is not None:
+            return _deny(refusal)
+        if switch is None or setting(self._config, switch) == "allow" or name in self.always:
+            return _allow()
         if active is None or active.turn.approvals != "ask":
             return _deny(
                 f"{name} needs the user's approval, and nobody can be asked: the daemon runs "
@@ -119,3 +118,14 @@ class Gate(PreToolCallDecideHook):  # type: ignore[misc]  # the SDK is untyped
         if answer.decision in ("approve", "approve_always"):
             return _allow()
         return _deny(answer.message or "The user denied this tool call.")
+
+    def _refusal(self, name: str, switch: Switch | None, active: ActiveTurn | None) -> str | None:
+        """Why the call is refused whatever anyone answers (None: it may run or be asked): a
+        readOnly turn refuses all but reads, a switch set to deny its tools."""
+        if active is not None and active.turn.options.mode == "readOnly":
+            refusal = read_only_refusal(name)
+            if refusal is not None:
+                return refusal
+        if switch is not None and setting(self._config, switch) == "deny":
+            return f"{name} is turned off ({_KEYS[switch]}: deny)."
+        return None

@@ -35,8 +35,9 @@ from core.backend import (
 )
 from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.binaries import CliNotFoundError
+from core.backend.control import Capabilities
 from core.backend.pool import WarmPool
-from wrappers.antigravity import options
+from wrappers.antigravity import control, options
 from wrappers.antigravity.approvals import Gate
 from wrappers.antigravity.config import AntigravityConfig
 from wrappers.antigravity.diagnose import credentials_fix, diagnose
@@ -98,6 +99,10 @@ class AntigravityBackend(BackendBase):
         for session in sessions:
             await session.close()
 
+    def capabilities(self) -> Capabilities:
+        """No steer, no fork; any model, readOnly (wrappers/antigravity/control.py)."""
+        return control.capabilities()
+
     async def health(self) -> Health:
         if self._tg is None:
             return Health(False, "not serving")
@@ -122,8 +127,9 @@ class AntigravityBackend(BackendBase):
         if self._lost(resume):
             yield SessionReset(LOST)
             resume = None
+        model = turn.options.model or self._config.model
         try:
-            session = await self._acquire(resume, turn.cwd)
+            session = await self._acquire(resume, turn.cwd, model)
         except BackendUnavailableError as exc:
             yield exc.failure(event="antigravity.unavailable")
             return
@@ -144,7 +150,7 @@ class AntigravityBackend(BackendBase):
             if failure is not None:
                 yield failure
                 return
-            mapper = StepMapper(model=self._config.model)
+            mapper = StepMapper(model=model)
             async for item in active.receive:
                 if isinstance(item, ApprovalRequest):
                     yield item  # the engine waits for the caller's answer, then reads on
@@ -224,7 +230,9 @@ class AntigravityBackend(BackendBase):
             active.done.set()
             active.send(TurnEnd(None if active.halted else error, usage))
 
-    async def _acquire(self, session_id: str | None, cwd: Path | None) -> Session:
+    async def _acquire(
+        self, session_id: str | None, cwd: Path | None, model: str | None
+    ) -> Session:
         # No lock: the engine runs one turn of a context at a time, and a new conversation
         # gets a fresh id, so no two turns ever open or take the same entry.
         if session_id is not None:
@@ -234,29 +242,31 @@ class AntigravityBackend(BackendBase):
                 await self._halt(session)
                 await self._end(stale.turn.task_id, session)
                 session = self._pool.take(session_id)
-            if session is not None and session.alive:
+            if session is not None and session.alive and session.model == model:
                 return session
             if session is not None:
                 self._pool.remove(session_id)
                 await session.close()
         with anyio.CancelScope(shield=True):
-            opened = await self._open(session_id or uuid.uuid4().hex, cwd)
+            opened = await self._open(session_id or uuid.uuid4().hex, cwd, model)
             # Beyond maxWarm: close the least recently used idle agents now.
             await self._close_all(self._pool.add(opened.conversation_id, opened))
         return opened
 
-    async def _open(self, conversation_id: str, cwd: Path | None) -> Session:
+    async def _open(self, conversation_id: str, cwd: Path | None, model: str | None) -> Session:
+        """An agent on `model` (a turn's own, or the configured one) for the conversation."""
         holder: list[Session] = []
         gate = Gate(self._config, lambda: holder[0].turn if holder else None)
+        block = self._config
+        if model != block.model:
+            block = block.model_copy(update={"model": model})
         try:
-            config = options.agent_config(
-                self._config, conversation_id, [gate], self._environ, cwd=cwd
-            )
+            config = options.agent_config(block, conversation_id, [gate], self._environ, cwd=cwd)
         except CliNotFoundError as exc:
             raise BackendUnavailableError(str(exc)) from exc
         agent = Agent(config)
         await agent.__aenter__()
-        session = Session(conversation_id, agent, gate)
+        session = Session(conversation_id, agent, gate, model)
         holder.append(session)
         log.info("antigravity.agent_started", conversation_id=conversation_id)
         return session

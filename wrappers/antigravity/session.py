@@ -75,6 +75,8 @@ class Session:
     conversation_id: str
     agent: Any
     gate: Any
+    model: str | None = None
+    """The model its harness runs (a turn choosing another one gets another harness)."""
     turn: ActiveTurn | None = None
     closed: bool = False
 

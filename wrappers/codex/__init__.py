@@ -3,8 +3,9 @@
 Modules: `backend` (the Backend: lifecycle, turns, interrupt, warm threads), `appserver` (the
 JSON-RPC client of one app-server process), `events` (notifications -> BackendEvents, pure),
 `threads` (a warm thread; the kit's WarmPool keeps them), `options` (config -> command line
-and parameters), `inputs` (parts -> input items), `diagnose` (`a2a-wrapper check`), `process`
-and `background` (child processes and background tasks).
+and parameters), `control` (what the backend declares, each turn's settings, steering),
+`stopping` (a running turn and how it stops), `inputs` (parts -> input items), `diagnose`
+(`a2a-wrapper check`), `process` and `background` (child processes and background tasks).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@
   next turn.
 - If the app-server dies, the turns it was running fail with the reason, and the next turn
   starts a new one (resuming its thread by id).
+- Conversation control (`wrappers.codex.control`): `steer()` adds a message to the running
+  turn (`turn/steer`, with its turn id); a turn with `fork_of` runs on a `thread/fork` of that
+  thread; a turn's options (model, effort, mode) are stated in its `turn/start`, and every
+  other turn states the configured values again (Codex would keep them).
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from anyio.abc import TaskStatus
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
+    Content,
     Diagnosis,
+    Failed,
     Health,
     Progress,
     SessionBound,
@@ -44,8 +50,9 @@ from core.backend import (
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
+from core.backend.control import Capabilities, SteerRefusedError
 from core.backend.pool import WarmPool
-from wrappers.codex.approvals import ASK_POLICY, PatchPaths, approval_request, result_for
+from wrappers.codex.approvals import PatchPaths, approval_request, result_for
 from wrappers.codex.appserver import (
     AppServer,
     AppServerError,
@@ -55,10 +62,16 @@ from wrappers.codex.appserver import (
 )
 from wrappers.codex.background import Background
 from wrappers.codex.config import CodexConfig
+from wrappers.codex.control import (
+    Catalogue,
+    capabilities,
+    read_catalogue,
+    steer_turn,
+    turn_settings,
+)
 from wrappers.codex.diagnose import diagnose
 from wrappers.codex.events import TurnState, map_notification
 from wrappers.codex.failures import server_gone, turn_refused
-from wrappers.codex.inputs import input_items
 from wrappers.codex.options import (
     Launch,
     check_working_directory,
@@ -66,29 +79,14 @@ from wrappers.codex.options import (
     credentials_fix,
     launch,
     thread_params,
-    turn_params,
-    working_directory,
 )
-from wrappers.codex.process import stop_thread_commands
+from wrappers.codex.stopping import ActiveTurn, stop_commands, stop_turn
 from wrappers.codex.threads import WarmThread
 
 log = structlog.get_logger(__name__)
 
-INTERRUPT_GRACE = 5.0
-COMMAND_GRACE = 2.0
 UNLOAD_WAIT = 5.0
 REQUEST_TIMEOUT = 60.0
-
-
-@dataclass
-class _ActiveTurn:
-    thread_id: str
-    server: AppServer
-    turn_id: str | None = None
-    finished: bool = False
-    # Approval requests of Codex waiting for the caller's answer (JSON-RPC ids).
-    asking: set[int | str] = field(default_factory=set)
-    stopped: anyio.Event | None = None  # set once a stop of this turn is over
 
 
 @dataclass
@@ -117,12 +115,14 @@ class CodexBackend(BackendBase):
         self._threads: WarmPool[str, WarmThread] = WarmPool(
             max_warm=config.max_warm, warm_idle_ms=config.warm_idle, clock=clock
         )
-        self._active: dict[str, _ActiveTurn] = {}
+        self._active: dict[str, ActiveTurn] = {}
+        self._opening: dict[str, anyio.Event] = {}
         self._unloading: dict[str, _Unloading] = {}
         self._server: AppServer | None = None
         self._server_lock = anyio.Lock()
         self._background: Background | None = None
         self._launch: Launch | None = None
+        self._catalogue: Catalogue | None = None
 
     # ----- lifecycle -----------------------------------------------------------------------
 
@@ -194,46 +194,66 @@ class CodexBackend(BackendBase):
             except OSError as exc:
                 raise BackendUnavailableError(f"cannot start codex app-server: {exc}") from exc
             log.info("codex.app_server.started", pid=self._server.pid, version=self._server.version)
+            self._catalogue = await read_catalogue(self._server) or self._catalogue
             return self._server
+
+    def capabilities(self) -> Capabilities:
+        """What a message may choose (wrappers.codex.control says how each is decided)."""
+        return capabilities(self.config, self._catalogue)
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        """Add `parts` to the running turn of `turn.task_id` (`turn/steer`, with its turn id,
+        so a message never lands in a later turn)."""
+        opening = self._opening.get(turn.task_id)
+        if opening is not None:
+            with anyio.move_on_after(REQUEST_TIMEOUT):
+                await opening.wait()
+        active = self._active.get(turn.task_id)
+        if active is None:
+            raise SteerRefusedError(f"no running turn for task {turn.task_id}")
+        with anyio.move_on_after(REQUEST_TIMEOUT):
+            await active.known.wait()
+        if active.finished or active.stopped is not None or active.turn_id is None:
+            raise SteerRefusedError(f"the turn of task {turn.task_id} is ending")
+        try:
+            await steer_turn(active.server, active.thread_id, active.turn_id, parts)
+        except (AppServerError, AppServerExitedError, TimeoutError) as exc:
+            raise SteerRefusedError(f"codex refused the steer: {exc}") from exc
 
     # ----- turns ---------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
+        # A steer arriving while the thread opens waits for the turn instead of being refused.
+        opened = self._opening[turn.task_id] = anyio.Event()
         try:
-            server = await self._ensure_server()
-            thread, notes = await self._open_thread(server, turn.session_id, turn.cwd)
-        except AppServerExitedError as exc:
-            yield server_gone("unavailable", str(exc))
-            return
-        except BackendUnavailableError as exc:
-            yield safe_failure(
-                "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
-            )
-            return
-        except (AppServerError, TimeoutError) as exc:
-            yield safe_failure(
-                "error", "Codex could not open a thread.", event="codex.thread.failed", exc=exc
-            )
-            return
-        active: _ActiveTurn | None = None
+            opening = await self._begin(turn)
+            if isinstance(opening, Failed):
+                yield opening
+                return
+            server, thread, notes = opening
+            active = self._active[turn.task_id] = ActiveTurn(thread.id, server)
+        finally:
+            self._opening.pop(turn.task_id, None)
+            opened.set()
         try:
             yield SessionBound(thread.id)
             for note in notes:
                 yield note
-            active = _ActiveTurn(thread.id, server)
-            self._active[turn.task_id] = active
             asks = turn.approvals == "ask"
             with server.listen(thread.id, asks=asks) as notifications:
                 try:
                     # Shielded: once asked, the turn runs; its id must be known to stop it.
                     with anyio.CancelScope(shield=True), anyio.fail_after(REQUEST_TIMEOUT):
-                        started = await server.request("turn/start", self._turn_start(turn, thread))
+                        started = await server.request(
+                            "turn/start", turn_settings(self.config, self._catalogue, thread, turn)
+                        )
                 except (AppServerError, AppServerExitedError, TimeoutError) as exc:
-                    active.finished = True
+                    active.end()
                     yield turn_refused(exc)
                     return
-                active.turn_id = str(started["turn"]["id"])
-                state = TurnState(active.turn_id, thread.model)
+                turn_id = str(started["turn"]["id"])
+                active.begin(turn_id)
+                state = TurnState(turn_id, thread.model)
                 patches = PatchPaths()
                 async for notification in notifications:
                     if notification.request_id is not None:
@@ -249,12 +269,12 @@ class CodexBackend(BackendBase):
                     for event in events:
                         yield event
                     if state.done:
-                        active.finished = True
+                        active.end()
                         return
-                active.finished = True
+                active.end()
                 yield server_gone("error", server.exit_reason)
         finally:
-            if active is None or active.finished:
+            if active.finished:
                 self._active.pop(turn.task_id, None)
                 self._threads.release(thread.id)
             elif self._background is not None:
@@ -262,26 +282,32 @@ class CodexBackend(BackendBase):
                 # the agent now; interrupt() waits for this same stop.
                 self._background.start_soon(self._stop, active, name="codex-stop-turn")
 
-    def _turn_start(self, turn: Turn, thread: WarmThread) -> dict[str, object]:
-        # The policy is set on every turn: Codex keeps a turn's policy for the next ones.
-        ask = turn.approvals == "ask"
-        return {
-            **turn_params(self.config),
-            "threadId": thread.id,
-            "input": input_items(turn.parts),
-            "approvalPolicy": ASK_POLICY if ask else self.config.approval_policy,
-            # Every turn names its directory: a warm thread keeps the one it was last given.
-            "cwd": str(turn.cwd or working_directory(self.config)),
-            # The caller reviews, never Codex's automatic reviewer (`approvals_reviewer`).
-            **({"approvalsReviewer": "user"} if ask else {}),
-        }
+    async def _begin(self, turn: Turn) -> tuple[AppServer, WarmThread, list[BackendEvent]] | Failed:
+        """The app-server and the turn's thread (with notes for the caller), or why not."""
+        try:
+            server = await self._ensure_server()
+            thread, notes = await self._open_thread(server, turn)
+        except AppServerExitedError as exc:
+            return server_gone("unavailable", str(exc))
+        except BackendUnavailableError as exc:
+            return safe_failure(
+                "unavailable", "Codex is not available.", event="codex.unavailable", exc=exc
+            )
+        except (AppServerError, TimeoutError) as exc:
+            said = (
+                "Codex could not open a thread."
+                if turn.fork_of is None
+                else f"Codex could not fork session {turn.fork_of}."
+            )
+            return safe_failure("error", said, event="codex.thread.failed", exc=exc)
+        return server, thread, notes
 
     def _question(self, turn: Turn, request: Notification, patches: PatchPaths) -> ApprovalRequest:
         request_id = f"{turn.task_id}:{request.request_id}"
         return approval_request(request_id, request.method, request.params, patches)
 
     async def _answer(
-        self, active: _ActiveTurn, request_id: int | str, question: ApprovalRequest
+        self, active: ActiveTurn, request_id: int | str, question: ApprovalRequest
     ) -> None:
         """Pass the caller's answer on to Codex; a denial's message is steered into the turn
         first, so the model reads it with the rejected tool call."""
@@ -289,26 +315,34 @@ class CodexBackend(BackendBase):
         if answer.message and answer.decision == "deny" and active.turn_id is not None:
             note = f"The request was denied: {answer.message}"
             try:
-                with anyio.fail_after(REQUEST_TIMEOUT):
-                    await active.server.request(
-                        "turn/steer",
-                        {
-                            "threadId": active.thread_id,
-                            "expectedTurnId": active.turn_id,
-                            "input": input_items((TextContent(note),)),
-                        },
-                    )
+                await steer_turn(
+                    active.server, active.thread_id, active.turn_id, (TextContent(note),)
+                )
             except (AppServerError, AppServerExitedError, TimeoutError) as exc:
                 log.info("codex.approval.message_not_passed", error=str(exc))
         active.asking.discard(request_id)
         await active.server.respond(request_id, result_for(answer))
 
     async def _open_thread(
-        self, server: AppServer, session_id: str | None, cwd: Path | None
+        self, server: AppServer, turn: Turn
     ) -> tuple[WarmThread, list[BackendEvent]]:
-        """The thread for this turn, marked busy: warm, else resumed, else a new one."""
+        """The thread for this turn, marked busy: warm, else resumed, else a new one; for the
+        first turn of a fork, a fork of its source thread (which stays as it is)."""
         notes: list[BackendEvent] = []
-        params = thread_params(self.config, cwd)
+        params = thread_params(self.config, turn.cwd)
+        session_id = turn.session_id
+        if turn.fork_of is not None:
+            await self._settled(turn.fork_of)
+            fork = {**params, "threadId": turn.fork_of, "excludeTurns": True}
+            # A turn the source is running stays the source's: the fork gets the finished ones.
+            for active in [a for a in self._active.values() if a.thread_id == turn.fork_of]:
+                with anyio.move_on_after(REQUEST_TIMEOUT):
+                    await active.known.wait()
+                if not active.finished and active.turn_id is not None:
+                    fork["beforeTurnId"] = active.turn_id
+            with anyio.fail_after(REQUEST_TIMEOUT):
+                forked = await server.request("thread/fork", fork)
+            return self._register(server, str(forked["thread"]["id"]), forked), notes
         if session_id is not None:
             await self._settled(session_id)
             warm = self._threads.take(session_id)
@@ -346,8 +380,12 @@ class CodexBackend(BackendBase):
     def _register(
         self, server: AppServer, thread_id: str, response: dict[str, object]
     ) -> WarmThread:
-        model = response.get("model")
-        thread = WarmThread(thread_id, model if isinstance(model, str) else None)
+        model, sandbox = response.get("model"), response.get("sandbox")
+        thread = WarmThread(
+            thread_id,
+            model if isinstance(model, str) else None,
+            sandbox if isinstance(sandbox, dict) else None,
+        )
         evicted = [t.id for t in self._threads.add(thread_id, thread)]
         if evicted and self._background is not None:
             # Marked now, so a turn arriving for one of them waits for the unload to finish
@@ -363,7 +401,7 @@ class CodexBackend(BackendBase):
         if active is not None and not active.finished:
             await self._stop(active)
 
-    async def _stop(self, active: _ActiveTurn) -> None:
+    async def _stop(self, active: ActiveTurn) -> None:
         """Stop a turn once, whoever asks first; everyone returns when it has stopped."""
         if active.stopped is not None:
             await active.stopped.wait()
@@ -371,55 +409,14 @@ class CodexBackend(BackendBase):
         active.stopped = anyio.Event()
         try:
             with anyio.CancelScope(shield=True):
-                await self._stop_turn(active)
+                await stop_turn(active)
         finally:
-            active.finished = True
+            active.end()
             for task_id, entry in list(self._active.items()):
                 if entry is active:
                     del self._active[task_id]
             self._threads.release(active.thread_id)
             active.stopped.set()
-
-    async def _stop_turn(self, active: _ActiveTurn) -> None:
-        """Interrupt the turn, then stop the commands it left running (Codex keeps them as
-        the thread's background terminals). If Codex does not manage both within
-        INTERRUPT_GRACE, the app-server is stopped; the next turn starts a new one."""
-        server = active.server
-        if active.turn_id is None or not server.running:
-            return
-        with anyio.move_on_after(INTERRUPT_GRACE):
-            try:
-                # Questions nobody will answer any more: Codex waits for them otherwise.
-                while active.asking:
-                    await server.respond(active.asking.pop(), {"decision": "decline"})
-                try:
-                    await server.request(
-                        "turn/interrupt", {"threadId": active.thread_id, "turnId": active.turn_id}
-                    )
-                except AppServerError as exc:
-                    # The turn ended on its own meanwhile; its commands may still run.
-                    log.info("codex.turn.interrupt_refused", turn_id=active.turn_id, error=str(exc))
-                await server.turn_completed(active.turn_id)
-                await self._stop_commands(server, active.thread_id)
-            except AppServerExitedError:
-                return
-            except AppServerError as exc:
-                log.warning(
-                    "codex.turn.commands_not_stopped", turn_id=active.turn_id, error=str(exc)
-                )
-            else:
-                return
-        log.warning("codex.turn.interrupt_failed", turn_id=active.turn_id, pid=server.pid)
-        await server.aclose()
-
-    async def _stop_commands(self, server: AppServer, thread_id: str) -> None:
-        """Stop every command the thread still runs and wait until they are gone: Codex
-        reports a command ended when its sandbox wrapper is reaped, and a command whose start
-        raced the interrupt is killed by Codex a little later, unannounced; so the processes
-        themselves are waited for (and killed if Codex did not)."""
-        await server.request("thread/backgroundTerminals/clean", {"threadId": thread_id})
-        await server.commands_finished(thread_id)
-        await stop_thread_commands(thread_id, grace=COMMAND_GRACE)
 
     # ----- warm threads --------------------------------------------------------------------
 
@@ -440,7 +437,7 @@ class CodexBackend(BackendBase):
                 reply: dict[str, object] = {}
                 with server.listen(thread_id) as notifications:
                     with anyio.move_on_after(REQUEST_TIMEOUT):
-                        await self._stop_commands(server, thread_id)
+                        await stop_commands(server, thread_id)
                         reply = await server.request("thread/unsubscribe", {"threadId": thread_id})
                     if reply.get("status") == "unsubscribed":
                         with anyio.move_on_after(UNLOAD_WAIT):

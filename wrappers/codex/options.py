@@ -246,11 +246,6 @@ def thread_params(config: CodexConfig, cwd: Path | None = None) -> dict[str, Any
     return params
 
 
-def turn_params(config: CodexConfig) -> dict[str, Any]:
-    """Parameters of every `turn/start`, besides the thread and its input."""
-    return {"effort": config.reasoning_effort} if config.reasoning_effort else {}
-
-
 def provider_key_variable(config: CodexConfig) -> str | None:
     """The environment variable holding the API key of a custom model provider, if any."""
     merged = effective_config(config)

@@ -19,6 +19,7 @@ from anyio.abc import TaskStatus
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
+    Content,
     Diagnosis,
     Failed,
     Health,
@@ -29,12 +30,14 @@ from core.backend import (
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
+from core.backend.control import Capabilities, SteerRefusedError
+from wrappers.copilot import control
 from wrappers.copilot.config import CopilotConfig
 from wrappers.copilot.diagnose import credentials_fix, diagnose
 from wrappers.copilot.events import TurnState, map_event
 from wrappers.copilot.options import session_options
 from wrappers.copilot.permissions import PermissionPolicy
-from wrappers.copilot.prompt import build_message
+from wrappers.copilot.prompt import build_message, build_prompt
 from wrappers.copilot.runtime import Child, CopilotRuntime
 from wrappers.copilot.sessions import ActiveTurn, ChildExited, WarmSession, WarmSessions
 
@@ -65,6 +68,7 @@ class CopilotBackend(BackendBase):
         )
         self._runtime = CopilotRuntime(config, environ=self._environ, on_exit=self._child_exited)
         self._pool = WarmSessions(warm_idle_ms=config.warm_idle, max_warm=config.max_warm)
+        self._models: tuple[str, ...] | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -75,10 +79,16 @@ class CopilotBackend(BackendBase):
                 f"copilot.workingDirectory {str(workdir)!r} does not exist or is not a directory"
             )
         try:
-            await self._runtime.child()
+            child = await self._runtime.child()
+            self._models = await control.listed_models(child.client, self._config)
         except BaseException:
             await self.aclose()
             raise
+
+    def capabilities(self) -> Capabilities:
+        """Steer, fork, any model (a BYOK endpoint) or those the CLI lists, the SDK's
+        efforts, plan and readOnly (docs/backends.md#copilot)."""
+        return control.capabilities(self._config, self._models)
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Watch the CLI children for crashes and close warm sessions idle for `warmIdle`."""
@@ -127,10 +137,14 @@ class CopilotBackend(BackendBase):
     # ----- turns -------------------------------------------------------------------------------
 
     async def run_turn(self, turn: Turn) -> AsyncIterator[BackendEvent]:
-        session_id = turn.session_id or str(uuid.uuid4())
+        target = await self._target(turn)
+        if isinstance(target, Failed):
+            yield target
+            return
+        session_id, resume = target
         yield SessionBound(session_id)
         try:
-            warm = await self._acquire(session_id, turn.cwd, resume=turn.session_id is not None)
+            warm = await self._acquire(session_id, turn.cwd, resume=resume)
         except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable",
@@ -142,9 +156,9 @@ class CopilotBackend(BackendBase):
         if warm.session_id != session_id:
             yield SessionBound(warm.session_id)
             yield Progress("The earlier Copilot session was not found; this is a new one.")
-        active = warm.begin(turn.task_id, turn.approvals)
+        active = warm.begin(turn.task_id, turn.approvals, turn.options.mode)
         try:
-            failure = await self._send(warm, active, turn)
+            failure = await self._apply(warm, turn) or await self._send(warm, active, turn)
             if failure is not None:
                 yield failure
                 return
@@ -166,6 +180,75 @@ class CopilotBackend(BackendBase):
             if active.done.is_set() or not active.sent:
                 self._end(warm)
 
+    async def _target(self, turn: Turn) -> tuple[str, bool] | Failed:
+        """The session the turn runs in, and whether it is stored already (to be resumed): a
+        fork of `fork_of`, the context's session, or a new one."""
+        if turn.fork_of is not None:
+            forked = await self._fork(turn.fork_of)
+            return forked if isinstance(forked, Failed) else (forked, True)
+        return turn.session_id or str(uuid.uuid4()), turn.session_id is not None
+
+    async def _fork(self, source: str) -> str | Failed:
+        """A native fork of the stored session `source` (its history up to now; the source
+        is untouched): the new session's id."""
+        try:
+            child = await self._runtime.child()
+            with anyio.CancelScope(shield=True):
+                forked = await control.fork(child.client, source)
+        except Exception as exc:  # noqa: BLE001 - no fork: this turn fails, never a fresh session
+            return safe_failure(
+                "error",
+                "The Copilot CLI could not fork the source conversation's session.",
+                event="copilot.fork_failed",
+                exc=exc,
+                source=source,
+            )
+        return forked
+
+    async def _apply(self, warm: WarmSession, turn: Turn) -> Failed | None:
+        """The turn's own model, effort and mode on its session, or the configured ones back
+        after a turn that chose others."""
+        session = warm.session
+        switched = warm.applied != control.Applied()
+        if session is None or not (switched or turn.options.chosen):
+            return None
+        with anyio.CancelScope(shield=True):
+            try:
+                if warm.base is None:
+                    warm.base = await control.base_of(session, self._config)
+                if not warm.applied.known:
+                    warm.applied = await control.applied_of(session, warm.base)
+                warm.applied = await control.apply(session, warm.base, warm.applied, turn.options)
+            except Exception as exc:  # noqa: BLE001 - the CLI refused the options: fail the turn
+                if not warm.child.alive:
+                    return Failed("error", _exited_message(warm.child.returncode))
+                return safe_failure(
+                    "error",
+                    "The Copilot CLI refused this message's model, effort or mode.",
+                    event="copilot.options_refused",
+                    exc=exc,
+                    options=repr(turn.options),
+                )
+        return None
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        """The CLI's immediate delivery: the message joins the running turn, the model's next
+        request carries it, and the turn still ends once (one `session.idle`)."""
+        warm = self._pool.for_task(turn.task_id)
+        active = None if warm is None else warm.turn
+        if warm is None or warm.session is None or active is None:
+            raise SteerRefusedError(f"no running Copilot turn for task {turn.task_id}")
+        if not active.sent or active.done.is_set():
+            raise SteerRefusedError("the Copilot turn is starting or has ended")
+        prompt, attachments = build_prompt(parts)
+        # Counted before it is sent: its `user.message` may come before `send` returns.
+        active.steering += 1
+        try:
+            await warm.session.send(prompt, attachments=attachments or None, mode="immediate")
+        except Exception as exc:
+            active.steering -= 1
+            raise SteerRefusedError(f"the Copilot CLI refused the message: {exc!r}") from exc
+
     async def _send(self, warm: WarmSession, active: ActiveTurn, turn: Turn) -> Failed | None:
         prompt, attachments = build_message(turn)
         session = warm.session
@@ -175,7 +258,7 @@ class CopilotBackend(BackendBase):
         # could not know there is a turn to abort.
         with anyio.CancelScope(shield=True):
             try:
-                await session.send(prompt, attachments=attachments or None)
+                active.prompt_id = await session.send(prompt, attachments=attachments or None)
             except Exception as exc:  # noqa: BLE001 - any refusal fails this turn, with its reason
                 if not warm.child.alive:
                     return Failed("error", _exited_message(warm.child.returncode))
@@ -216,6 +299,8 @@ class CopilotBackend(BackendBase):
                     warm.session = await client.resume_session(
                         session_id, on_event=warm.dispatch, **options
                     )
+                    # It may run with what an earlier turn chose (control.applied_of).
+                    warm.applied = control.UNKNOWN
                 except Exception as exc:
                     if "not found" not in str(exc).lower() or not child.alive:
                         raise

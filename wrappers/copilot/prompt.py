@@ -9,15 +9,20 @@ from urllib.parse import unquote, urlsplit
 
 from copilot.session import Attachment, BlobAttachment, FileAttachment
 
-from core.backend import DataContent, FileContent, TextContent, Turn
+from core.backend import Content, DataContent, FileContent, TextContent, Turn
 
 
 def build_message(turn: Turn) -> tuple[str, list[Attachment]]:
+    """The turn's message (build_prompt of its parts)."""
+    return build_prompt(turn.parts)
+
+
+def build_prompt(parts: tuple[Content, ...]) -> tuple[str, list[Attachment]]:
     """Text parts become the prompt; inline files become blob attachments, `file://` URLs file
     attachments, other URLs and data parts are written into the prompt."""
     texts: list[str] = []
     attachments: list[Attachment] = []
-    for part in turn.parts:
+    for part in parts:
         match part:
             case TextContent(text=text):
                 texts.append(text)

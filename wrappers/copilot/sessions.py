@@ -16,10 +16,11 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from copilot import CopilotSession, PermissionRequest
 from copilot.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
-from copilot.session_events import SessionEvent, SessionIdleData
+from copilot.session_events import SessionEvent, SessionIdleData, UserMessageData
 
-from core.backend import ApprovalRequest
+from core.backend import ApprovalRequest, Mode
 from core.backend.pool import WarmPool
+from wrappers.copilot.control import NO_EDIT, Applied, Base, edit_refusal
 from wrappers.copilot.permissions import (
     Answer,
     PermissionPolicy,
@@ -49,8 +50,14 @@ class ActiveTurn:
     send: MemoryObjectSendStream[TurnItem]
     receive: MemoryObjectReceiveStream[TurnItem]
     approvals: Literal["policy", "ask"] = "policy"
+    mode: Mode | None = None
+    """The turn's own mode (None: the configured one, `default`)."""
     done: anyio.Event = field(default_factory=anyio.Event)
     sent: bool = False
+    prompt_id: str | None = None
+    """The CLI's id of the turn's own message."""
+    steering: int = 0
+    """Steered messages whose `user.message` the CLI has not reported yet."""
 
     def close(self) -> None:
         self.send.close()
@@ -68,15 +75,25 @@ class WarmSession:
     turn: ActiveTurn | None = None
     # What the caller approved with `approve_always` in this session (request_key()).
     always: set[str] = field(default_factory=set)
+    base: Base | None = None
+    """The model and effort the session was opened with (control.base_of)."""
+    applied: Applied = field(default_factory=Applied)
+    """The model, effort and mode a turn switched the session to (control.apply)."""
 
     async def permission(self, request: PermissionRequest, invocation: object) -> Answer:
         """The SDK's permission callback: the policy decides; in `approvals.mode: ask` what
-        only the default policy would refuse is asked of the caller, and this waits."""
+        only the default policy would refuse is asked of the caller, and this waits. A turn
+        that may not edit (plan, readOnly) refuses what would change anything first."""
+        turn = self.turn
+        if turn is not None and turn.mode in NO_EDIT:
+            state = None if self.session is None else self.session.workspace_path
+            refusal = edit_refusal(request, turn.mode, state if turn.mode == "plan" else None)
+            if refusal is not None:
+                return PermissionDecisionReject(feedback=refusal)
         decision = self.policy.decide(request)
         key = request_key(request)
         if decision.approved or not decision.by_default or key in self.always:
             return PermissionDecisionApproveOnce() if key in self.always else answer_for(decision)
-        turn = self.turn
         if turn is None or turn.approvals != "ask" or turn.done.is_set():
             return answer_for(decision)
         question = approval_request(request, decision)
@@ -91,9 +108,11 @@ class WarmSession:
             self.always.add(key)
         return PermissionDecisionApproveOnce()
 
-    def begin(self, task_id: str, approvals: Literal["policy", "ask"] = "policy") -> ActiveTurn:
+    def begin(
+        self, task_id: str, approvals: Literal["policy", "ask"] = "policy", mode: Mode | None = None
+    ) -> ActiveTurn:
         send, receive = anyio.create_memory_object_stream[TurnItem](math.inf)
-        self.turn = ActiveTurn(task_id, send, receive, approvals)
+        self.turn = ActiveTurn(task_id, send, receive, approvals, mode)
         return self.turn
 
     def end(self) -> None:
@@ -107,8 +126,19 @@ class WarmSession:
         turn = self.turn
         if turn is None or turn.done.is_set():
             return
+        data = event.data
+        if event.agent_id:
+            turn.send.send_nowait(event)
+            return
+        if isinstance(data, UserMessageData) and data.message_id != turn.prompt_id:
+            if data.source in (None, "user"):
+                turn.steering = max(0, turn.steering - 1)
+        elif isinstance(data, SessionIdleData) and turn.steering and not data.aborted:
+            # A steered message the CLI took just after this run ended starts a run of its
+            # own: that run is still this turn, which ends at its idle.
+            return
         turn.send.send_nowait(event)
-        if isinstance(event.data, SessionIdleData) and not event.agent_id:
+        if isinstance(data, SessionIdleData):
             turn.done.set()
 
     def child_exited(self) -> None:

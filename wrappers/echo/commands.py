@@ -3,6 +3,7 @@
 ask: QUESTION          the task becomes input-required with QUESTION
 write: PATH            the lines after it become the file PATH in the working directory
 sleep: SECONDS         works for SECONDS (at most 600), reporting progress; cancel stops it
+recall:                answers with what was said earlier in the session (a fork's: the source's)
 anything else          answered with itself, streamed word by word
 """
 
@@ -36,22 +37,29 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class Recall:
+    """Answer with the session's earlier messages."""
+
+
+@dataclass(frozen=True)
 class Refused:
     """A command that cannot be done; `reason` is written for the caller."""
 
     reason: str
 
 
-Command = Echo | Ask | Write | Sleep | Refused
+Command = Echo | Ask | Write | Sleep | Recall | Refused
 
 
 def parse(text: str) -> Command:
     first, _, rest = text.partition("\n")
     word, colon, argument = first.partition(":")
     argument = argument.strip()
-    if not colon or word.strip() not in ("ask", "write", "sleep"):
+    if not colon or word.strip() not in ("ask", "write", "sleep", "recall"):
         return Echo(text)
     match word.strip():
+        case "recall":
+            return Recall()
         case "ask":
             return Ask(argument or "What should I do next?")
         case "write":

@@ -7,7 +7,7 @@ import json
 import shlex
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from core.backend import (
     Content,
     DataContent,
     Diagnosis,
+    Failed,
     FileContent,
     Health,
     SessionBound,
@@ -30,10 +31,13 @@ from core.backend import (
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
+from core.backend.control import Capabilities, SteerRefusedError
 from core.backend.pool import WarmPool
+from wrappers.opencode import control
 from wrappers.opencode import diagnose as diagnostics
 from wrappers.opencode.client import OpencodeClient, OpencodeHTTPError, new_message_id
 from wrappers.opencode.config import OpencodeConfig
+from wrappers.opencode.control import PromptChoice, prompt_choice
 from wrappers.opencode.events import (
     AbortTurn,
     Action,
@@ -62,6 +66,14 @@ class _ActiveTurn:
     mapper: TurnMapper
     inbox: Subscription
     client: OpencodeClient
+    choice: PromptChoice  # a steer runs with the turn's agent, model and effort
+    # Set once the turn's prompt was sent (or refused): a steer sent before it would come
+    # first.
+    prompted: anyio.Event = field(default_factory=anyio.Event)
+
+
+class _ForkError(Exception):
+    """The session to fork is gone from OpenCode."""
 
 
 class OpencodeBackend(BackendBase):
@@ -77,7 +89,7 @@ class OpencodeBackend(BackendBase):
     def __init__(self, config: OpencodeConfig) -> None:
         self.config = config
         self._router = EventRouter()
-        self._server = OpencodeServer(config, self._router)
+        self._server = OpencodeServer(config, self._router, on_ready=self._learn)
         self._active: dict[str, _ActiveTurn] = {}
         # Sessions known to exist in OpenCode; a forgotten one is checked again on its next turn.
         self._warm: WarmPool[str, str] = WarmPool(
@@ -86,8 +98,10 @@ class OpencodeBackend(BackendBase):
         # The project directory of each session started here (a context's workspace, or
         # workingDirectory): OpenCode binds a session to the directory it was made in.
         self._directories: dict[str, str] = {}
-        model = config.model.split("/", 1) if config.model else None
-        self._model = (model[0], model[1]) if model else None
+        self._model = control.split_model(config.model) if config.model else None
+        self._declared = replace(
+            control.BEFORE_START, models=(config.model,) if config.model else ()
+        )
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -100,6 +114,26 @@ class OpencodeBackend(BackendBase):
         """Ready once the server answers (a server that does not start raises
         BackendUnavailableError); keeps it up until cancelled, then stops it."""
         await self._server.run(task_status=task_status)
+
+    def capabilities(self) -> Capabilities:
+        return self._declared
+
+    async def _learn(self, client: OpencodeClient, providers: dict[str, Any]) -> None:
+        """What this server offers (its providers' models, their variants, the mode agents)
+        and the model it uses by default (sent on every prompt: see `prompt_choice`)."""
+        try:
+            agents = await client.agents()
+            if self._model is None:
+                configured = (await client.config()).get("model")
+                if isinstance(configured, str) and "/" in configured:
+                    self._model = control.split_model(configured)
+        except _HTTP_ERRORS as exc:
+            log.warning("opencode.capabilities_unknown", error=str(exc))
+            return
+        model = "/".join(self._model) if self._model else None
+        self._declared = control.declared(
+            providers, agents, model=model, ours=not self.config.server_url
+        )
 
     async def aclose(self) -> None:
         for active in list(self._active.values()):
@@ -141,12 +175,20 @@ class OpencodeBackend(BackendBase):
             client = await self._server.wait_ready(READY_TIMEOUT)
             client = await self._server.client_at(client, turn.cwd)
             session_id = await self._session_for(client, turn)
+        except _ForkError:
+            yield Failed(
+                "error",
+                "The conversation to fork from is no longer in OpenCode (its session is gone); "
+                "start a new conversation instead.",
+            )
+            return
         except (*_HTTP_ERRORS, BackendUnavailableError) as exc:
             yield safe_failure(
                 "unavailable", "OpenCode is not available.", event="opencode.unavailable", exc=exc
             )
             return
         yield SessionBound(session_id)
+        choice = prompt_choice(turn.options, agent=self.config.agent, model=self._model)
         message_id = new_message_id()
         mapper = TurnMapper(
             session_id,
@@ -154,7 +196,7 @@ class OpencodeBackend(BackendBase):
             max_retries=self.config.max_retries,
             approvals=turn.approvals,
         )
-        active = _ActiveTurn(mapper, self._router.subscribe(session_id), client)
+        active = _ActiveTurn(mapper, self._router.subscribe(session_id), client, choice)
         self._active[turn.task_id] = active
         ended = False
         try:
@@ -166,12 +208,15 @@ class OpencodeBackend(BackendBase):
                         session_id,
                         message_id=message_id,
                         parts=[_part(c) for c in turn.parts],
-                        agent=self.config.agent,
-                        model=self._model,
+                        agent=choice.agent,
+                        model=choice.model,
+                        variant=choice.variant,
                         system=self.config.system_prompt,
                     )
+                active.prompted.set()
             except _HTTP_ERRORS as exc:
                 ended = True
+                active.prompted.set()
                 # The error quotes up to 300 characters of OpenCode's response body.
                 yield safe_failure(
                     "error",
@@ -219,11 +264,43 @@ class OpencodeBackend(BackendBase):
                 await self._act(active, action)
 
     async def _next(self, active: _ActiveTurn) -> dict[str, Any] | Lost | None:
-        if not active.mapper.idle_seen:
-            return await active.inbox.receive()
-        with anyio.move_on_after(SETTLE_GRACE):
-            return await active.inbox.receive()
-        return None
+        mapper = active.mapper
+        while mapper.idle_seen:
+            with anyio.move_on_after(SETTLE_GRACE):
+                return await active.inbox.receive()
+            if not mapper.awaiting_steer:
+                return None
+            # A steer that came as the loop ended starts another one: no telling how soon.
+        return await active.inbox.receive()
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        """Prompt the busy session: OpenCode's running loop takes the message at its next step
+        (the next model request carries it) and the turn ends once, at the idle after its
+        answer. A message that comes as the loop ends starts another loop of the same turn."""
+        active = self._active.get(turn.task_id)
+        if active is not None:
+            await active.prompted.wait()
+        if active is None or self._active.get(turn.task_id) is not active or active.mapper.done:
+            raise SteerRefusedError(f"task {turn.task_id} has no running OpenCode turn")
+        mapper = active.mapper
+        message_id = new_message_id()
+        mapper.steered(message_id)  # before the prompt: an idle in between must not end it
+        choice = active.choice
+        try:
+            with anyio.CancelScope(shield=True):
+                await active.client.prompt_async(
+                    mapper.session_id,
+                    message_id=message_id,
+                    parts=[_part(c) for c in parts],
+                    agent=choice.agent,
+                    model=choice.model,
+                    variant=choice.variant,
+                    system=self.config.system_prompt,
+                )
+        except _HTTP_ERRORS as exc:
+            mapper.unsteered(message_id)
+            active.inbox.deliver({"type": "a2a.wake", "properties": {}})  # re-check `done`
+            raise SteerRefusedError(f"OpenCode refused the steer: {exc}") from exc
 
     async def _act(self, active: _ActiveTurn, action: Action) -> None:
         session_id = active.mapper.session_id
@@ -254,6 +331,7 @@ class OpencodeBackend(BackendBase):
         if active is None:
             return
         mapper = active.mapper
+        mapper.abandon_steers()
         try:
             with anyio.move_on_after(INTERRUPT_TIMEOUT):
                 await self._abort_and_settle(active)
@@ -303,22 +381,43 @@ class OpencodeBackend(BackendBase):
     # ----- sessions ----------------------------------------------------------------------------
 
     async def _session_for(self, client: OpencodeClient, turn: Turn) -> str:
-        """The turn's session: the warm one, the stored one if OpenCode still has it, or new."""
+        """The turn's session: a fork of `fork_of`, the warm one, the stored one if OpenCode
+        still has it, or new."""
         self._evict()
         session_id = turn.session_id
+        if turn.fork_of is not None:
+            session_id = await self._fork(client, turn.fork_of)
         known = session_id is None or session_id in self._warm
         if not known and await client.get_session(str(session_id)) is None:
             log.warning("opencode.session_missing", session_id=session_id)
             session_id = None
         if session_id is None:
             title = f"A2A {turn.context_id[:8]}: {turn.text[:60]}".strip()
-            session = await client.create_session(
-                title=title, permission=session_permission(self.config)
-            )
+            session = await client.create_session(title=title, permission=self._rules())
             session_id = str(session["id"])
         self._warm.add(session_id, session_id, busy=False)
         self._directories[session_id] = client.directory
         return session_id
+
+    async def _fork(self, client: OpencodeClient, source: str) -> str:
+        """A native fork of `source` (its whole history; the source untouched), bound to the
+        turn's directory (a fork keeps its source's; a forked context has a workspace of its
+        own in worktree and copy mode)."""
+        if await client.get_session(source) is None:
+            raise _ForkError(source)
+        fork = await client.fork_session(source)
+        session_id = str(fork["id"])
+        log.info("opencode.session_forked", source=source, session_id=session_id)
+        if fork.get("directory") != client.directory:
+            await client.move_session(session_id)
+        rules = self._rules()
+        if rules:  # a fork does not keep its source's session rules
+            await client.add_permission(session_id, rules)
+        return session_id
+
+    def _rules(self) -> list[dict[str, str]] | None:
+        """Session permission rules: only for an attached server (launch.session_permission)."""
+        return session_permission(self.config) if self.config.server_url else None
 
     def _evict(self) -> None:
         """Forget sessions idle longer than warmIdle (the oldest go beyond maxWarm as they are

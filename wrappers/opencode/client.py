@@ -120,6 +120,40 @@ class OpencodeClient:
             raise
         return body if isinstance(body, dict) else None
 
+    async def fork_session(self, session_id: str) -> dict[str, Any]:
+        """POST /session/{id}/fork: a new session with the source's whole history (the source
+        is untouched); it keeps the source's directory."""
+        body = await self._request("POST", f"/session/{session_id}/fork", {})
+        if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+            raise OpencodeHTTPError("POST", "/session/fork", 200, f"unexpected body {body!r}")
+        return body
+
+    async def move_session(self, session_id: str) -> None:
+        """Bind the session to this client's directory (a fork made for another workspace);
+        the files stay where they are."""
+        await self._request(
+            "POST",
+            "/experimental/control-plane/move-session",
+            {
+                "sessionID": session_id,
+                "destination": {"directory": self.directory},
+                "moveChanges": False,
+            },
+        )
+
+    async def add_permission(self, session_id: str, rules: list[dict[str, str]]) -> None:
+        """PATCH /session/{id} with permission rules (OpenCode appends them to the session's)."""
+        await self._request("PATCH", f"/session/{session_id}", {"permission": rules})
+
+    async def agents(self) -> list[dict[str, Any]]:
+        body = await self._request("GET", "/agent")
+        return [a for a in body if isinstance(a, dict)] if isinstance(body, list) else []
+
+    async def config(self) -> dict[str, Any]:
+        """GET /config: the directory's resolved OpenCode config."""
+        body = await self._request("GET", "/config")
+        return body if isinstance(body, dict) else {}
+
     async def delete_session(self, session_id: str) -> None:
         try:
             await self._request("DELETE", f"/session/{session_id}")
@@ -135,14 +169,18 @@ class OpencodeClient:
         parts: list[dict[str, Any]],
         agent: str | None = None,
         model: tuple[str, str] | None = None,
+        variant: str | None = None,
         system: str | None = None,
     ) -> None:
-        """POST /session/{id}/prompt_async: queue the prompt and return at once (204)."""
+        """POST /session/{id}/prompt_async: queue the prompt and return at once (204). A busy
+        session's running loop takes it at its next step (what a steer is)."""
         payload: dict[str, Any] = {"messageID": message_id, "parts": parts}
         if agent:
             payload["agent"] = agent
         if model:
             payload["model"] = {"providerID": model[0], "modelID": model[1]}
+        if variant:
+            payload["variant"] = variant
         if system:
             payload["system"] = system
         await self._request("POST", f"/session/{session_id}/prompt_async", payload)

@@ -122,11 +122,36 @@ class TurnMapper:
         self._parts: dict[str, _Part] = {}
         self._any_text = False
         self._aborting = False
+        # The user messages of this turn (ours, then each steer) and the steers no assistant
+        # message has answered yet: the turn goes on until each is answered.
+        self._prompts = {message_id}
+        self._unanswered: set[str] = set()
 
     @property
     def settled(self) -> bool:
-        """Every assistant message of the turn is complete (an idle now ends the turn)."""
-        return all(a.complete for a in self._assistants.values())
+        """Every assistant message of the turn is complete and every steer answered (an idle
+        now ends the turn)."""
+        return all(a.complete for a in self._assistants.values()) and not self.awaiting_steer
+
+    @property
+    def awaiting_steer(self) -> bool:
+        """A steer was sent that the turn has not answered (and can still answer)."""
+        return bool(self._unanswered) and self.failure is None and not self._aborting
+
+    def steered(self, message_id: str) -> None:
+        """A user message sent into this running turn: its answers are the turn's too."""
+        self._prompts.add(message_id)
+        self._unanswered.add(message_id)
+
+    def unsteered(self, message_id: str) -> None:
+        """The steer was refused: the turn no longer waits for its answer."""
+        self._prompts.discard(message_id)
+        self._unanswered.discard(message_id)
+        self.done = self.done or (self.idle_seen and self.settled)
+
+    def abandon_steers(self) -> None:
+        """The turn is being stopped: an unanswered steer will not be answered."""
+        self._unanswered.clear()
 
     def usage(self) -> Usage | None:
         """Tokens and cost summed over the turn's model calls (None before any)."""
@@ -180,8 +205,10 @@ class TurnMapper:
             if info.get("id") == self.message_id:
                 self.started = True
             return
-        if info.get("role") != "assistant" or info.get("parentID") != self.message_id:
+        parent = info.get("parentID")
+        if info.get("role") != "assistant" or parent not in self._prompts:
             return
+        self._unanswered.discard(str(parent))
         message = self._assistants.setdefault(str(info.get("id")), _Assistant())
         time = _dict(info.get("time"))
         message.complete = bool(time.get("completed")) or info.get("error") is not None

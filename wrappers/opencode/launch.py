@@ -25,6 +25,7 @@ from core.backend.binaries import (
 from core.backend.config import HttpMcpServer, StdioMcpServer
 from wrappers import pins
 from wrappers.opencode.config import OpencodeConfig
+from wrappers.opencode.control import mode_agents
 
 PINNED_NPM = pins.npm("opencode")  # wrappers/npm-agents.txt
 _MIN_BINARY_BYTES = 1_000_000  # without its postinstall, opencode-ai ships a 479-byte stub
@@ -109,12 +110,15 @@ def opencode_config(config: OpencodeConfig) -> dict[str, Any]:
             **(inline_mcp if isinstance(inline_mcp, dict) else {}),
             **mcp_config(config.mcp_servers),
         }
+    mcp = merged.get("mcp")
+    merged["agent"] = mode_agents(merged.get("agent") or {}, mcp if isinstance(mcp, dict) else {})
     return merged
 
 
 def session_permission(config: OpencodeConfig) -> list[dict[str, str]]:
-    """The permission map as per-session rules (`POST /session {"permission": [...]}`), which
-    also holds when attaching to a server the daemon did not configure."""
+    """The permission map as per-session rules (`POST /session {"permission": [...]}`), for a
+    server the daemon did not configure (`serverUrl`); one it starts has the map in its
+    config, and session rules would override the mode agents' (control.py)."""
     rules = []
     for permission, rule in config.permission_map().items():
         patterns = rule if isinstance(rule, dict) else {"*": rule}

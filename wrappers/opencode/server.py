@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import secrets
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -50,8 +51,16 @@ def split_credentials(url: str) -> tuple[str, str | None, str]:
 class OpencodeServer:
     """Owns the server process (if any), the HTTP client and the event reader."""
 
-    def __init__(self, config: OpencodeConfig, router: EventRouter) -> None:
+    def __init__(
+        self,
+        config: OpencodeConfig,
+        router: EventRouter,
+        on_ready: Callable[[OpencodeClient, dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> None:
+        """`on_ready` is awaited with the client and its `GET /config/providers` answer each time
+        a server is up, before turns may use it (the backend learns what it offers)."""
         self._config = config
+        self._on_ready = on_ready
         self._router = router
         self._directory = str(config.working_directory.expanduser().resolve())
         self._client: OpencodeClient | None = None
@@ -165,7 +174,9 @@ class OpencodeServer:
                 await tg.start(self._pump, client, ended)
                 # Boots the directory's instance (providers, plugins) now rather than in the
                 # first turn: 1-3 s on a 2-core machine.
-                await client.providers()
+                providers = await client.providers()
+                if self._on_ready is not None:
+                    await self._on_ready(client, providers)
                 self._client, self._tg = client, tg
                 if self._ready is not None:
                     self._ready.set()

@@ -13,8 +13,8 @@ import structlog
 
 from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.engine.policy import NO_HOOKS, Hooks
-from core.engine.task_content import agent_message
 from core.engine.task_run import TaskRun
+from core.engine.turn.content import agent_message
 from core.engine.turn.guard import backend_call
 from core.engine.turn.plugins import NO_TURN_HOOKS, StopTurnError, TurnHooks
 from core.engine.turn.runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
@@ -143,6 +143,7 @@ class TurnDriver:
                         prepared.session_id,
                         self._runner.resume_command(prepared.session_id, prepared.cwd),
                     )
+                run.prepared(prepared)
                 try:
                     started = prepared
                     timed_out = await self._run_bounded(run, started, lease)

@@ -44,10 +44,9 @@ from core.backend import (
 from core.backend.steps import Step, call_step, file_step, result_step
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.readiness import UPSTREAM_KINDS, CredentialWatch, error_section
-from core.engine.task_content import agent_message
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import question
-from core.engine.turn.content import content_to_part
+from core.engine.turn.content import agent_message, content_to_part
 from core.engine.turn.guard import backend_call
 from core.engine.turn.plugins import NO_TURN_HOOKS, TurnHooks
 from core.wire.enums import TaskState

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from core.backend import TextContent, Turn
 from core.settings import ConfigError, load
 from wrappers.codex import create
 from wrappers.codex.backend import CodexBackend
 from wrappers.codex.config import CodexConfig
+from wrappers.codex.control import turn_settings
 from wrappers.codex.diagnose import credentials_check, git_repository_check
 from wrappers.codex.options import (
     codex_binary,
@@ -20,8 +22,8 @@ from wrappers.codex.options import (
     launch,
     thread_params,
     toml_value,
-    turn_params,
 )
+from wrappers.codex.threads import WarmThread
 
 
 def block(**keys: Any) -> CodexConfig:
@@ -159,7 +161,13 @@ def test_instructions_model_and_effort_go_to_threads_and_turns(tmp_path: Path) -
         "baseInstructions": "You are a linter.",
         "developerInstructions": "Be brief.",
     }
-    assert turn_params(config) == {"effort": "low"}
+    settings = turn_settings(
+        config,
+        None,
+        WarmThread("t", "gpt-5.5"),
+        Turn("p", "c", "t", "m", None, (TextContent("hi"),)),
+    )
+    assert (settings["model"], settings["effort"]) == ("gpt-5.5", "low")
 
 
 def test_the_launch_runs_app_server_over_stdio_with_home_and_env(tmp_path: Path) -> None:

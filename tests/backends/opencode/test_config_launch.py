@@ -99,6 +99,24 @@ def test_inline_config_gets_the_block_keys_and_headless_defaults() -> None:
     assert {"permission": "bash", "pattern": "rm *", "action": "deny"} in session_permission(block)
 
 
+def test_the_mode_agents_deny_every_writer_over_the_users_own_agent_settings() -> None:
+    block = settings(
+        config={
+            "agent": {"plan": {"model": "mock/m2", "permission": {"webfetch": "deny"}}},
+            "mcp": {"inline": {"type": "remote", "url": "http://127.0.0.1:9/mcp"}},
+        },
+        mcpServers={"files": {"type": "stdio", "command": "python3"}},
+    )
+
+    agents = opencode_config(block)["agent"]
+
+    denied = {"edit", "bash", "task", "inline_*", "files_*"}
+    assert agents["plan"]["model"] == "mock/m2"  # the user's plan agent, locked
+    assert agents["plan"]["permission"] == {"webfetch": "deny"} | dict.fromkeys(denied, "deny")
+    assert agents["a2a-read-only"]["mode"] == "primary"
+    assert agents["a2a-read-only"]["permission"] == dict.fromkeys(denied, "deny")
+
+
 def test_launch_is_loopback_port_zero_with_a_password_private_state_and_quiet_switches(
     tmp_path: Path,
 ) -> None:

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from core.api.operations import Spending, WorkspaceView
 from core.bindings.http.console import diff
+from core.client import control
 from core.engine.turn.approvals import REQUEST_TYPE
 from core.wire.enums import TaskState
 from core.wire.models import Artifact, Message, Part, Task
@@ -98,8 +99,20 @@ def agent(card: dict[str, Any], backend: str, ready: bool, reason: str, version:
         f'<dt>readiness</dt><dd class="{"ok" if ready else "bad"}">{status}</dd>'
         f"<dt>agent version</dt><dd>{escape(str(card.get('version', '')))}</dd>"
         f"<dt>a2a-wrapper</dt><dd>{escape(version)}</dd>"
-        f"<dt>skills</dt><dd>{skills or '-'}</dd></dl></section>"
+        f"<dt>skills</dt><dd>{skills or '-'}</dd></dl>{capabilities(card)}</section>"
     )
+
+
+def capabilities(card: dict[str, Any]) -> str:
+    """What a message may choose of this agent (the card's conversation-control record)."""
+    record = control.record_of(card)
+    if record is None:
+        return ""
+    rows = "".join(
+        f"<dt>{escape(what)}</dt><dd>{escape(value)}</dd>"
+        for what, value in control.summary(record)
+    )
+    return f'<h2>What it can do</h2><dl id="capabilities">{rows}</dl>'
 
 
 def approval_form(task: Task, asked: dict[str, Any], csrf: str) -> str:

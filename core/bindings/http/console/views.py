@@ -29,7 +29,7 @@ from core.wire.models import (
     StreamResponse,
     Task,
 )
-from core.workspaces.manager import WorkspaceError
+from core.workspaces.making import WorkspaceError
 
 log = structlog.get_logger(__name__)
 STATIC = Path(__file__).parent / "static"
