@@ -6,6 +6,12 @@ to it and the caller is served from the task's events read back from the databas
 context's first turn makes this replica its owner; a task whose turn runs on another live
 replica is watched (subscribe) and cancelled there. Everything else is the engine's.
 Without replicas the daemon wires the engine directly, so a send takes no replica branch.
+
+Conversation control (core/engine/control/) travels with the request: a steer of a turn that
+runs on another live replica is forwarded to it like any send (the owner steers it, and a
+refusal comes back as the same error); a fork goes to the owner of the context it forks (the
+source's session is there), which then owns the new context; a queued message and the
+per-message options are checked by the replica that runs the turn.
 """
 
 from __future__ import annotations
