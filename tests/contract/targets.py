@@ -223,6 +223,8 @@ TARGETS: list[BackendTarget] = [
         check_question=_claude_question,
         runs_shell={"allowedTools": ["Bash"]},
         credentials_fix="ANTHROPIC_API_KEY",
+        # Lacks nothing (wrappers/claude/control.py); Claude Code sends a model as named, but
+        # for aliases and retired models, which it maps to its current ones.
         other_model="claude-haiku-4-5",
         # One retry: the provider's retry-after shows in Claude Code's api_retry message.
         health_block={"env": {"CLAUDE_CODE_MAX_RETRIES": "1"}},
@@ -382,6 +384,10 @@ TARGETS += [
         # Gemini CLI 0.61.0's session/load empties a session loaded in the same minute as it
         # was created (both write session-<minute>-<id>.jsonl): docs/backends.md#acp.
         loads_sessions=False,
+        # It advertises no session/fork; its model list (unstable session/set_model) and its
+        # `plan` mode (edit-free) are what a message chooses.
+        lacks=frozenset({"steer", "fork"}),
+        other_model="gemini-3.5-flash-lite",
     ),
     _acp_target(
         "opencode-acp",
@@ -391,9 +397,13 @@ TARGETS += [
         # provider without end (only the Responses stream's error event is final to it), and
         # its ACP face reports no retry: the turn ends at timeouts.turn. The `opencode` backend
         # sees the retries (maxRetries) and names the quota.
-        lacks=frozenset({"quota", "steer"}),
+        # Its `plan` agent still runs shell commands that write (wrappers/acp/presets.py): no
+        # readOnly. It forks (session/fork) and takes its provider's models (its model option).
+        lacks=frozenset({"quota", "steer", "readOnly"}),
         resume="opencode --session {}",
         credentials_fix="opencode auth login",
+        other_model=acp.OPENCODE_OTHER_MODEL,
+        other_model_seen="mock-model-b",
     ),
     _acp_target(
         "copilot-acp",
@@ -402,5 +412,8 @@ TARGETS += [
         api_key=acp.COPILOT_KEY,
         resume="copilot --resume {}",
         credentials_fix="COPILOT_GITHUB_TOKEN",
+        # Copilot CLI 1.0.102 advertises no session/fork and no model list or model option
+        # (its model is COPILOT_MODEL); its `plan` mode is edit-free.
+        lacks=frozenset({"steer", "fork", "model"}),
     ),
 ]

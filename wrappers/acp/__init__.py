@@ -5,7 +5,9 @@ Modules: `config` (the blocks), `presets` (how each named agent is found and sta
 `agent` (the process and the `acp` library's connection over its stdio), `client` (what the
 agent calls back: updates, permissions, files), `terminals` (`terminal/*`), `approvals`
 (permission options as the daemon's decisions), `events` (updates as backend events),
-`prompt` (the prompt's blocks and what its response means), `backend` (the `Backend`).
+`prompt` (the prompt's blocks and what its response means), `sessions` (opening a session,
+its MCP servers), `control` (what a turn may choose: the agent's modes, models and options),
+`backend` (the `Backend`).
 """
 
 from __future__ import annotations

@@ -110,6 +110,24 @@ class AgentProcess:
         return sessions is not None and sessions.close is not None
 
     @property
+    def can_fork(self) -> bool:
+        caps = self.info.agent_capabilities
+        sessions = caps.session_capabilities if caps else None
+        return sessions is not None and sessions.fork is not None
+
+    @property
+    def takes_images(self) -> bool:
+        caps = self.info.agent_capabilities
+        return bool(caps and caps.prompt_capabilities and caps.prompt_capabilities.image)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """One request as raw JSON: for what the library does not model (the unstable
+        `models` of an open response, `session/set_model`). Raises RequestError,
+        ConnectionError."""
+        # The library's Connection under its typed client: the same ids, the same reader.
+        return await self.connection._conn.send_request(method, params)
+
+    @property
     def version(self) -> str:
         agent = self.info.agent_info
         return f"{agent.name} {agent.version}" if agent else "unknown agent"

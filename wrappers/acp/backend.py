@@ -23,18 +23,13 @@ from typing import Any
 import anyio
 import structlog
 from acp import RequestError
-from acp.schema import (
-    EnvVariable,
-    HttpHeader,
-    HttpMcpServer,
-    McpServerStdio,
-    TextContentBlock,
-)
+from acp.schema import TextContentBlock
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from core.backend import (
     GENERIC_FIX,
+    NO_OPTIONS,
     ApprovalRequest,
     BackendEvent,
     Diagnosis,
@@ -43,19 +38,22 @@ from core.backend import (
     Progress,
     SessionBound,
     Turn,
+    TurnOptions,
     Usage,
     safe_failure,
 )
 from core.backend.base import BackendBase, BackendUnavailableError
-from core.backend.config import StdioMcpServer
+from core.backend.control import Capabilities
 from core.backend.pool import WarmPool
 from wrappers.acp.agent import AgentProcess, start_agent
 from wrappers.acp.client import ActiveTurn, DaemonClient
 from wrappers.acp.config import AcpConfig
+from wrappers.acp.control import Choices, Control, Offer, learn
 from wrappers.acp.diagnose import auth_methods
 from wrappers.acp.events import TurnUpdates
 from wrappers.acp.presets import Preset
 from wrappers.acp.prompt import PromptDone, prompt_blocks, prompt_outcome
+from wrappers.acp.sessions import mcp_servers, open_session
 from wrappers.acp.terminals import Terminals
 
 log = structlog.get_logger(__name__)
@@ -68,6 +66,7 @@ REQUEST_TIMEOUT = 60.0
 class WarmSession:
     session_id: str
     agent: AgentProcess
+    choices: Choices
     always: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -100,7 +99,9 @@ class AcpBackend(BackendBase):
         self._running: dict[str, _Running] = {}
         # A new session opened ahead of need: the first turn of the next conversation does not
         # wait for `session/new` (OpenCode's first one takes over a second).
-        self._spare: tuple[AgentProcess, str] | None = None
+        self._spare: WarmSession | None = None
+        # What the agent lets a turn choose: learned from its first session (at start).
+        self._control: Control | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------------
 
@@ -228,36 +229,9 @@ class AcpBackend(BackendBase):
                 raise BackendUnavailableError(f"the agent did not initialize: {exc!r}") from exc
             return self._agent
 
-    def _mcp_servers(self, agent: AgentProcess) -> list[Any]:
-        caps = agent.info.agent_capabilities
-        http_ok = bool(caps and caps.mcp_capabilities and caps.mcp_capabilities.http)
-        servers: list[Any] = []
-        for name, server in self._config.mcp_servers.items():
-            if isinstance(server, StdioMcpServer):
-                servers.append(
-                    McpServerStdio(
-                        name=name,
-                        command=server.command,
-                        args=list(server.args),
-                        env=[EnvVariable(name=k, value=v) for k, v in server.env.items()],
-                    )
-                )
-            elif http_ok:
-                servers.append(
-                    HttpMcpServer(
-                        type="http",
-                        name=name,
-                        url=server.url,
-                        headers=[HttpHeader(name=k, value=v) for k, v in server.headers.items()],
-                    )
-                )
-            else:
-                log.warning("acp.mcp_http_unsupported", server=name)
-        return servers
-
     async def _open(self, agent: AgentProcess, turn: Turn) -> tuple[WarmSession, str | None]:
-        """The warm session of the turn: the pool's, a loaded one, or a new one (with the
-        reason the earlier one could not be continued)."""
+        """The warm session of the turn: the pool's, a loaded one, a fork of `turn.fork_of`,
+        or a new one (with the reason the earlier one could not be continued)."""
         wanted = turn.session_id
         if wanted is not None:
             warm = self._pool.take(wanted)
@@ -265,17 +239,19 @@ class AcpBackend(BackendBase):
                 return warm, None
             if warm is not None:
                 self._pool.remove(wanted)
-        connection, mcp, cwd = (
-            agent.connection,
-            self._mcp_servers(agent),
-            str(turn.cwd or self._root),
-        )
+        mcp, cwd = mcp_servers(self._config.mcp_servers, agent), str(turn.cwd or self._root)
         reason = None
         with anyio.fail_after(REQUEST_TIMEOUT):
+            if turn.fork_of is not None:
+                # Only offered where the agent advertised session/fork (capabilities()).
+                forked = await open_session(
+                    agent, "session/fork", cwd=cwd, mcp=mcp, session_id=turn.fork_of
+                )
+                return self._pooled(agent, *forked), None
             if wanted is not None and agent.can_load:
                 try:
-                    loaded = await connection.load_session(
-                        cwd=cwd, session_id=wanted, mcp_servers=mcp
+                    loaded = await open_session(
+                        agent, "session/load", cwd=cwd, mcp=mcp, session_id=wanted
                     )
                 except RequestError as exc:
                     log.warning("acp.load_failed", session_id=wanted, error=str(exc))
@@ -283,8 +259,7 @@ class AcpBackend(BackendBase):
                         "The agent could not load the earlier session; this turn starts a new one."
                     )
                 else:
-                    options = loaded.config_options if loaded is not None else None
-                    return await self._warm(agent, wanted, options), None
+                    return self._pooled(agent, *loaded), None
             elif wanted is not None:
                 reason = (
                     f"{agent.version} cannot load an earlier session (it does not offer "
@@ -292,53 +267,64 @@ class AcpBackend(BackendBase):
                 )
             # The spare session works in the working directory: not for a workspace's turn.
             spare, self._spare = (self._spare, None) if turn.cwd is None else (None, self._spare)
-            if spare is not None and spare[0] is agent:
+            if spare is not None and spare.agent is agent:
                 self._refill_spare(agent)
-                return self._pooled(agent, spare[1]), reason
-            created = await connection.new_session(cwd=cwd, mcp_servers=mcp)
-        return await self._warm(agent, created.session_id, created.config_options), reason
+                return self._pool_warm(spare), reason
+            created = await self._new_session(agent, cwd)
+        return self._pooled(agent, *created), reason
+
+    async def _new_session(self, agent: AgentProcess, cwd: str) -> tuple[str, Offer]:
+        """`session/new`; the first one tells what the agent lets a turn choose."""
+        mcp = mcp_servers(self._config.mcp_servers, agent)
+        session_id, offer = await open_session(agent, "session/new", cwd=cwd, mcp=mcp)
+        if self._control is None:
+            self._control = learn(offer, agent, self._config, self._preset)
+            log.info("acp.capabilities", agent=agent.version, **self.capabilities().record())
+        return session_id, offer
 
     async def _prepare_spare(self, agent: AgentProcess) -> None:
         try:
             with anyio.fail_after(REQUEST_TIMEOUT):
-                created = await agent.connection.new_session(
-                    cwd=str(self._root), mcp_servers=self._mcp_servers(agent)
-                )
-                await self._configure(agent, created.session_id, created.config_options)
+                session_id, offer = await self._new_session(agent, str(self._root))
+                warm = WarmSession(session_id, agent, self._choices(offer))
+                await self._choose(warm, NO_OPTIONS)
         except (RequestError, TimeoutError, ConnectionError) as exc:
             log.warning("acp.spare_session_failed", error=str(exc))
             return
         if self._agent is agent and self._spare is None:
-            self._spare = (agent, created.session_id)
+            self._spare = warm
 
     def _refill_spare(self, agent: AgentProcess) -> None:
         if self._tasks is not None:
             self._tasks.start_soon(self._prepare_spare, agent)
 
-    async def _warm(self, agent: AgentProcess, session_id: str, options: Any) -> WarmSession:
-        await self._configure(agent, session_id, options)
-        return self._pooled(agent, session_id)
+    def _choices(self, offer: Offer) -> Choices:
+        control = self._control
+        return Choices.of(offer, control.offer if control else offer)
 
-    async def _configure(self, agent: AgentProcess, session_id: str, options: Any) -> None:
-        """`sessionMode`, and `model` through the session's model option when the agent
-        offers one (a preset sets its agent's model variable instead)."""
-        connection = agent.connection
+    async def _choose(self, warm: WarmSession, options: TurnOptions) -> None:
+        """Bring the session to what a turn with `options` runs with: the options, and the
+        configured values where it chose none (an earlier turn's options end here)."""
+        control = self._control
+        if control is None:
+            return
+        wanted = control.wanted(options)
         with anyio.fail_after(REQUEST_TIMEOUT):
-            if self._config.session_mode:
-                await connection.set_session_mode(
-                    session_id=session_id, mode_id=self._config.session_mode
-                )
-            model = self._config.model
-            if model and (self._preset is None or self._preset.model_variable is None):
-                for option in options or []:
-                    if getattr(option, "category", None) == "model":
-                        await connection.set_config_option(
-                            config_id=option.id, session_id=session_id, value=model
-                        )
+            await warm.choices.bring_to(
+                warm.session_id, wanted, warm.agent.request, control.chosen(options)
+            )
 
-    def _pooled(self, agent: AgentProcess, session_id: str) -> WarmSession:
-        warm = WarmSession(session_id, agent)
-        evicted = self._pool.add(session_id, warm)
+    def capabilities(self) -> Capabilities:
+        """Before the agent's first session (the daemon's start opens one): what any ACP
+        agent behind this backend can do (approvals); after it, what the agent reported."""
+        control = self._control
+        return control.capabilities() if control else Capabilities(approvals=True)
+
+    def _pooled(self, agent: AgentProcess, session_id: str, offer: Offer) -> WarmSession:
+        return self._pool_warm(WarmSession(session_id, agent, self._choices(offer)))
+
+    def _pool_warm(self, warm: WarmSession) -> WarmSession:
+        evicted = self._pool.add(warm.session_id, warm)
         if evicted and self._tasks is not None:
             self._tasks.start_soon(self._close_sessions, evicted)
         return warm
@@ -371,6 +357,17 @@ class AcpBackend(BackendBase):
                 exc=exc,
             )
             return
+        try:
+            await self._choose(warm, turn.options)
+        except (RequestError, TimeoutError, ConnectionError) as exc:
+            self._pool.release(warm.session_id)
+            yield safe_failure(
+                "error",
+                "The agent did not take this turn's model, effort or mode.",
+                event="acp.options_failed",
+                exc=exc,
+            )
+            return
         send, receive = anyio.create_memory_object_stream[Any](math.inf)
         active = ActiveTurn(
             warm.session_id, turn.task_id, turn.approvals == "ask", send, warm.always
@@ -383,7 +380,7 @@ class AcpBackend(BackendBase):
             yield SessionBound(warm.session_id)
             if reason is not None:
                 yield Progress(reason)
-            self._prompt(running, prompt_blocks(turn))
+            self._prompt(running, prompt_blocks(turn, images=agent.takes_images))
             async for event in self._events(running, receive):
                 yield event
             finished = True

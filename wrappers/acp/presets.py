@@ -32,6 +32,9 @@ class Preset:
     home_variable: str | None
     resume: str | None  # the terminal command, `{}` for the session id
     model_variable: str | None = None  # what `model` sets; None: the session's model option
+    # Its modes (or mode option values) that prevent edits, each proven by a test with a
+    # write that leaves the workspace unchanged: what `plan` and `readOnly` turns run in.
+    edit_free_modes: tuple[str, ...] = ()
     notices: re.Pattern[str] | None = None  # status lines it sends as message text (events.py)
     file_system: bool = True  # whether the daemon offers it fs/* (else it uses its own)
     env: Mapping[str, str] = field(default_factory=dict)  # defaults; the block's `env` wins
@@ -92,6 +95,7 @@ GEMINI = Preset(
     pinned=lambda: [PROJECT_TOOLS / "@google" / "gemini-cli" / "bundle" / "gemini.js"],
     home_variable="GEMINI_CLI_HOME",
     model_variable="GEMINI_MODEL",
+    edit_free_modes=("plan",),
     # Its ACP file service cannot tell a missing file from a failed read (the error it gets
     # is not an Error object, so it never sees ENOENT): with fs/* offered, every write of a new
     # file fails. Without it, Gemini CLI uses its own files, confined to its workspace.
@@ -108,6 +112,9 @@ OPENCODE = Preset(
     install=pins.install_hint("opencode"),
     pinned=lambda: sorted(PROJECT_TOOLS.glob("opencode-*/bin/opencode")),
     home_variable="XDG_DATA_HOME",
+    # No edit-free mode: its `plan` agent denies only its edit tools; its shell stays as its
+    # config permits (`allow` by default, the config's rules winning over the agent's), so a
+    # command still writes (tests/backends/acp/test_control.py saw one).
     resume="opencode --session {}",
     credentials="run `opencode auth login`, or set the provider's key in opencode-acp.env",
     # As the `opencode` backend: OpenCode does not reach out on its own (a blocked fetch of
@@ -129,6 +136,7 @@ COPILOT = Preset(
     home_variable="COPILOT_HOME",
     env={"COPILOT_AUTO_UPDATE": "false"},
     model_variable="COPILOT_MODEL",
+    edit_free_modes=("https://agentclientprotocol.com/protocol/session-modes#plan",),
     resume="copilot --resume {}",
     credentials="set COPILOT_GITHUB_TOKEN (or GH_TOKEN) to a valid token, or run `copilot login`",
     # Its model errors arrive as text ("Error: Failed to get response from the AI model; ...

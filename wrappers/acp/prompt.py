@@ -3,11 +3,17 @@ prompt's response (or its failure) means for the turn."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acp.schema import PromptResponse, ResourceContentBlock, TextContentBlock
+from acp.schema import (
+    ImageContentBlock,
+    PromptResponse,
+    ResourceContentBlock,
+    TextContentBlock,
+)
 
 from core.backend import Failed, FileContent, TextContent, Turn, Usage, safe_failure
 
@@ -55,11 +61,18 @@ def prompt_outcome(done: PromptDone, *, agent_alive: bool) -> Failed | Usage | N
     return None
 
 
-def prompt_blocks(turn: Turn) -> list[Any]:
+def prompt_blocks(turn: Turn, *, images: bool = False) -> list[Any]:
+    """The turn's parts as ACP blocks; an inline image only where the agent takes images
+    (`images`: its `promptCapabilities.image`)."""
     blocks: list[Any] = []
     for part in turn.parts:
         if isinstance(part, TextContent) and part.text:
             blocks.append(TextContentBlock(type="text", text=part.text))
+        elif isinstance(part, FileContent) and part.data is not None and images:
+            media = part.media_type or ""
+            if media.startswith("image/"):
+                data = base64.b64encode(part.data).decode()
+                blocks.append(ImageContentBlock(type="image", data=data, mime_type=media))
         elif isinstance(part, FileContent) and part.url:
             name = part.name or Path(part.url).name or "file"
             blocks.append(

@@ -5,7 +5,8 @@ interrupt), `events` (the pure mapping of the CLI's messages to BackendEvents), 
 (config block -> SDK options and CLI environment), `pool` (warm-client bookkeeping), `stream`
 (the items of a turn's stream), `process` (finding and stopping a client's process), `prompt`
 (a turn's parts as the CLI's user message), `approvals` (the permission callback of
-`approvals.mode: ask`), `diagnose` (`a2a-wrapper check`).
+`approvals.mode: ask`), `control` (conversation control: capabilities, per-turn options, steer,
+the guard of plan and read-only turns), `diagnose` (`a2a-wrapper check`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import os
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from pathlib import Path
 
 import anyio
@@ -29,14 +28,13 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     ClaudeSDKError,
     CLINotFoundError,
-    Message,
     ResultError,
-    ResultMessage,
 )
 
 from core.backend import (
     ApprovalRequest,
     BackendEvent,
+    Content,
     Diagnosis,
     Failed,
     Health,
@@ -46,12 +44,13 @@ from core.backend import (
 )
 from core.backend.base import BackendBase, BackendUnavailableError
 from core.backend.binaries import CliNotFoundError
+from core.backend.control import Capabilities, SteerRefusedError
 from core.backend.pool import WarmPool
-from wrappers.claude import diagnose, options, process, stream
+from wrappers.claude import control, diagnose, options, process, stream
 from wrappers.claude.approvals import Approver
 from wrappers.claude.config import ClaudeConfig
-from wrappers.claude.events import CREDENTIALS_HINT, TurnState, map_message
-from wrappers.claude.pool import Key, Pump, WarmClient
+from wrappers.claude.events import CREDENTIALS_HINT, TurnState, carry, map_message
+from wrappers.claude.pool import Key, Pump, WarmClient, unusable
 from wrappers.claude.prompt import user_message
 
 log = structlog.get_logger(__name__)
@@ -61,10 +60,18 @@ CRASHED = (
     "one and continues the session."
 )
 COSTS_KEPT = 10_000
+FORK_SOURCE_MISSING = (
+    "The conversation to fork has no Claude Code session in the agent's state directory any "
+    "more, so it cannot be forked; start a new conversation instead."
+)
 
 
 class _SessionNotFoundError(Exception):
     pass
+
+
+class _ForkSourceMissingError(Exception):
+    """The session a fork starts from is not in Claude Code's state directory."""
 
 
 class ClaudeBackend(BackendBase):
@@ -164,8 +171,10 @@ class ClaudeBackend(BackendBase):
         warm.task_id, warm.prompt_sent, warm.pump = task_id, False, None
 
     def _release(self, warm: WarmClient) -> None:
-        """The client's turn is over: idle from now."""
+        """The client's turn is over: idle from now (its model and permission mode are set
+        back before a turn that does not choose them)."""
         warm.task_id, warm.prompt_sent, warm.pump = None, False, None
+        warm.guard.mode = "default"
         if warm.approver is not None:
             warm.approver.end()
         if self._pool.get(warm.key) is warm:
@@ -207,6 +216,9 @@ class ClaudeBackend(BackendBase):
         they are yielded in the order they happened."""
         try:
             warm, notes = await self._checkout(turn)
+        except _ForkSourceMissingError:
+            yield Failed("error", FORK_SOURCE_MISSING)
+            return
         except BackendUnavailableError as exc:
             yield safe_failure(
                 "unavailable", "Claude Code is not available.", event="claude.unavailable", exc=exc
@@ -214,6 +226,10 @@ class ClaudeBackend(BackendBase):
             return
         for note in notes:
             yield note
+        refused = await self._prepare(warm, turn)
+        if refused is not None:
+            yield refused
+            return
         state = TurnState(cost_before=warm.cost_total)
         send, receive = anyio.create_memory_object_stream[stream.Item](math.inf)
         with send, receive, stream.questions(warm.approver, send):
@@ -227,11 +243,7 @@ class ClaudeBackend(BackendBase):
                 async for item in receive:
                     if isinstance(item, stream.Ended):
                         break
-                    if isinstance(item, ApprovalRequest):
-                        # The engine waits for the caller's answer, then reads on.
-                        events: list[BackendEvent] = [item]
-                    else:
-                        state, events = self._on_message(warm, state, item)
+                    state, events = self._on_item(warm, state, item)
                     for event in events:
                         yield event
                     if state.finished:
@@ -240,10 +252,32 @@ class ClaudeBackend(BackendBase):
             await self._retire(warm, "crashed", force=True)
             yield Failed("error", CRASHED)
 
-    def _on_message(
-        self, warm: WarmClient, state: TurnState, message: Message
+    async def _prepare(self, warm: WarmClient, turn: Turn) -> Failed | None:
+        """Set the turn's model and mode on its client (control.prepare); a Failed, its
+        client retired, when Claude Code does not take them."""
+        try:
+            await control.prepare(warm, turn.options, self._config)
+        except control.OptionsRefusedError as exc:
+            await self._retire(warm, "options refused", force=True)
+            return safe_failure(
+                "error",
+                "Claude Code did not take the model or mode this message chose.",
+                event="claude.options_refused",
+                exc=exc,
+            )
+        return None
+
+    def _on_item(
+        self, warm: WarmClient, state: TurnState, item: stream.Item
     ) -> tuple[TurnState, list[BackendEvent]]:
-        state, events = map_message(state, message)
+        if isinstance(item, stream.Continued):
+            return carry(state, item.result), []
+        if isinstance(item, ApprovalRequest):
+            # The engine waits for the caller's answer, then reads on.
+            return state, [item]
+        if isinstance(item, stream.Ended):  # pragma: no cover - run_turn stops before it
+            return state, []
+        state, events = map_message(state, item)
         if state.session_id is not None:
             warm.session_id = state.session_id
         if state.finished:
@@ -255,27 +289,8 @@ class ClaudeBackend(BackendBase):
         pump = Pump()
         if self._tg is None:
             raise BackendUnavailableError("the Claude backend is not started")
-        self._tg.start_soon(self._pump, warm, pump, send)
+        self._tg.start_soon(stream.pump, warm.client, pump, send, warm.pid)
         return pump
-
-    async def _pump(
-        self, warm: WarmClient, pump: Pump, send: MemoryObjectSendStream[stream.Item]
-    ) -> None:
-        """Read the turn's messages up to its ResultMessage into the turn's stream, then an
-        `Ended`. Reads on when the turn's consumer is gone (an interrupted turn still ends
-        with a result, which `interrupt` waits for)."""
-        with send:
-            try:
-                async with aclosing(stream.messages(warm.client)) as messages:
-                    async for message in messages:
-                        if isinstance(message, ResultMessage):
-                            pump.result = message
-                        stream.offer(send, message)
-            except ClaudeSDKError as exc:
-                log.warning("claude.turn_crashed", error=type(exc).__name__, pid=warm.pid)
-            finally:
-                pump.done.set()
-                stream.offer(send, stream.Ended())
 
     def _finish(self, warm: WarmClient, state: TurnState) -> None:
         self._record_cost(warm, state.cost_total)
@@ -297,66 +312,60 @@ class ClaudeBackend(BackendBase):
         key: Key = (turn.principal, turn.context_id)
         warm = self._pool.get(key)
         if warm is not None:
-            reason = self._unusable(warm, turn)
+            reason = unusable(warm, turn)
             if reason is None:
                 self._begin(warm, turn.task_id)
                 self._pool.take(key)
                 return warm, []
             await self._retire(warm, reason, force=warm.busy)
         notes: list[BackendEvent] = []
-        try:
-            warm = await self._connect(key, turn.session_id, turn.cwd, ask=turn.approvals == "ask")
-        except _SessionNotFoundError:
-            notes.append(
-                Progress(
-                    f"Claude Code has no session {turn.session_id} in its state directory; "
-                    "this turn starts a new session."
+        if turn.fork_of is not None and turn.session_id is None:
+            try:
+                warm = await self._connect(key, turn, turn.fork_of, fork=True)
+            except _SessionNotFoundError:
+                raise _ForkSourceMissingError(turn.fork_of) from None
+        else:
+            try:
+                warm = await self._connect(key, turn, turn.session_id)
+            except _SessionNotFoundError:
+                notes.append(
+                    Progress(
+                        f"Claude Code has no session {turn.session_id} in its state directory; "
+                        "this turn starts a new session."
+                    )
                 )
-            )
-            warm = await self._connect(key, None, turn.cwd, ask=turn.approvals == "ask")
+                warm = await self._connect(key, turn, None)
         self._begin(warm, turn.task_id)
         for evicted in self._pool.add(key, warm):
             await self._retire(evicted, "maxWarm")
         return warm, notes
 
-    @staticmethod
-    def _unusable(warm: WarmClient, turn: Turn) -> str | None:
-        """Why the context's warm client cannot take `turn`, or None when it can."""
-        if warm.busy:
-            # A turn that ended without being interrupted: the client's state is unknown.
-            return "stale"
-        if turn.session_id is None or warm.session_id != turn.session_id:
-            return "other session"
-        if warm.pid is not None and not process.alive(warm.pid):
-            return "exited"
-        if (warm.approver is not None) != (turn.approvals == "ask"):
-            # The permission callback is fixed when the process starts.
-            return "approvals mode changed"
-        if warm.cwd != turn.cwd:
-            # The process's cwd is fixed when it starts: the context's workspace moved.
-            return "workspace changed"
-        return None
-
     async def _connect(
-        self, key: Key, resume: str | None, cwd: Path | None, *, ask: bool
+        self, key: Key, turn: Turn, resume: str | None, *, fork: bool = False
     ) -> WarmClient:
-        """A new client (a Claude Code process); with `ask`, its permission requests that the
-        configured rules leave open go to the caller (wrappers/claude/approvals.py)."""
+        """A new client (a Claude Code process) for `turn`'s context, resuming `resume` (with
+        `fork`: starting a fork of it); under `approvals.mode: ask`, its permission requests
+        that the configured rules leave open go to the caller (wrappers/claude/approvals.py)."""
         stopping = self._stopping_sessions.get(resume) if resume is not None else None
         if stopping is not None:
             await stopping.wait()
         marker = uuid.uuid4().hex
         stderr = stream.StderrTail()
-        approver = Approver() if ask else None
+        approver = Approver() if turn.approvals == "ask" else None
+        guard = control.Guard()
+        effort = control.effort(turn.options)
         client = ClaudeSDKClient(
             options.build_options(
                 self._config,
                 cli=self._cli,
                 resume=resume,
-                cwd=cwd,
+                cwd=turn.cwd,
                 marker=marker,
                 stderr=stderr,
                 can_use_tool=approver.can_use_tool if approver is not None else None,
+                hooks=guard.hooks(),
+                effort=effort,
+                fork=fork,
             )
         )
         try:
@@ -375,17 +384,23 @@ class ClaudeBackend(BackendBase):
                 "Claude Code did not start (see the daemon log for its output)"
             ) from exc
         pid = await process.started(marker)
-        log.info("claude.started", pid=pid, resume=resume)
-        # A resumed session's cost starts from its earlier total (unknown after a restart).
-        cost = self._costs.get(resume) if resume is not None else 0.0
+        log.info("claude.started", pid=pid, resume=resume, fork=fork)
+        # A resumed session's cost starts from its earlier total (unknown after a restart); a
+        # fork's from nothing (its process counts only its own turns).
+        cost = self._costs.get(resume) if resume is not None and not fork else 0.0
         return WarmClient(
             key=key,
             client=client,
             pid=pid,
-            session_id=resume,
+            # A fork's own id comes with its first message.
+            session_id=None if fork else resume,
             cost_total=cost,
             approver=approver,
-            cwd=cwd,
+            cwd=turn.cwd,
+            effort=effort,
+            model=self._config.model,
+            permission_mode=self._config.permission_mode,
+            guard=guard,
         )
 
     async def interrupt(self, turn: Turn) -> None:
@@ -399,6 +414,14 @@ class ClaudeBackend(BackendBase):
             self._release(warm)
             return
         pump = warm.pump
+        if pump is not None and pump.pending and not pump.done.is_set():
+            # Claude Code runs a steered message it has not taken yet right after its
+            # interrupt: the process goes instead (the next turn resumes the session).
+            pump.interrupted = True
+            self._forget(warm)
+            log.info("claude.interrupt_steered", pid=warm.pid, task_id=turn.task_id)
+            await self._stop(warm, force=True)
+            return
         stopped = False
         with anyio.move_on_after(self._interrupt_grace):
             try:
@@ -408,6 +431,7 @@ class ClaudeBackend(BackendBase):
                     pump = self._start_pump(warm, stream.discard())
                 elif not pump.done.is_set():
                     # A permission question still waiting is cancelled by Claude Code itself.
+                    pump.interrupted = True
                     await warm.client.interrupt()
                 await pump.done.wait()
             except ClaudeSDKError as exc:
@@ -422,6 +446,19 @@ class ClaudeBackend(BackendBase):
         self._forget(warm)
         log.warning("claude.interrupt_timeout", pid=warm.pid, task_id=turn.task_id)
         await self._stop(warm, force=True)
+
+    async def steer(self, turn: Turn, parts: tuple[Content, ...]) -> None:
+        """Write `parts` into `turn` while it runs on its context's client (wrappers/claude/
+        control.py says how Claude Code takes them)."""
+        warm = self._pool.get((turn.principal, turn.context_id))
+        pump = warm.pump if warm is not None and warm.task_id == turn.task_id else None
+        if warm is None or pump is None:
+            raise SteerRefusedError("the turn is not running on a Claude Code process")
+        await control.steer(warm.client, pump, parts)
+        log.info("claude.steered", pid=warm.pid, task_id=turn.task_id)
+
+    def capabilities(self) -> Capabilities:
+        return control.capabilities()
 
     async def drop_session(self, session_id: str) -> None:
         self._costs.pop(session_id, None)

@@ -91,6 +91,8 @@ class TurnState:
     """The session's cumulative cost after this turn, once the result arrived."""
     retry_delay: float | None = None
     """Seconds Claude Code last waited before retrying a refused model call (`api_retry`)."""
+    carried: Mapping[str, int] = field(default_factory=dict)
+    """Token counts of the CLI's results that ended only a part of the turn (`carry`)."""
 
     @property
     def finished(self) -> bool:
@@ -227,12 +229,29 @@ def _file_change(
     return FileChange(path=path, kind=kind)
 
 
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+def carry(state: TurnState, result: ResultMessage) -> TurnState:
+    """A result that ended only a part of the turn (the CLI goes on with a steered message as
+    its next turn): no events; its tokens count in the turn's Usage, and its cost is in the
+    session total the final result reports."""
+    usage = result.usage or {}
+    carried = {k: state.carried.get(k, 0) + _tokens(usage, k) for k in USAGE_KEYS}
+    return dataclasses.replace(state, carried=carried)
+
+
 def _result(state: TurnState, result: ResultMessage) -> tuple[TurnState, list[BackendEvent]]:
     events: list[BackendEvent] = []
     total = result.total_cost_usd
     before = state.cost_before
     cost = max(0.0, total - before) if total is not None and before is not None else None
-    usage = result.usage or {}
+    usage = {k: _tokens(result.usage or {}, k) + state.carried.get(k, 0) for k in USAGE_KEYS}
     events.append(
         Usage(
             input_tokens=_tokens(usage, "input_tokens")

@@ -7,8 +7,14 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk.types import (
+    CanUseTool,
+    EffortLevel,
+    HookEvent,
+    McpServerConfig,
+    SystemPromptPreset,
+)
 
 from core.backend import sandbox
 from core.backend.binaries import CliSource, find_cli
@@ -98,10 +104,16 @@ def build_options(
     cwd: Path | None = None,
     stderr: Any = None,
     can_use_tool: CanUseTool | None = None,
+    hooks: dict[HookEvent, list[HookMatcher]] | None = None,
+    effort: EffortLevel | None = None,
+    fork: bool = False,
 ) -> ClaudeAgentOptions:
-    """Options for one warm client. Partial messages are always on: text streams as deltas.
+    """Options for one warm client. Partial messages are always on: text streams as deltas;
+    so is the CLI's echo of each user message it takes (how a steered message is seen taken).
     `can_use_tool` is the permission callback of `approvals.mode: ask` (None: the configured
-    rules decide alone, and what they leave open is denied)."""
+    rules decide alone, and what they leave open is denied); `hooks`, the client's own (the
+    guard of plan and read-only turns). With `fork`, `resume` is the session to fork: the
+    client starts a new session with its history."""
     return ClaudeAgentOptions(
         # In a sandbox: a launcher that runs the CLI inside it (the SDK starts the CLI).
         cli_path=None if cli is None else sandbox.sdk_cli(cli),
@@ -119,9 +131,13 @@ def build_options(
         mcp_servers=mcp_servers(config),
         env=agent_env(config, marker),
         resume=resume,
+        fork_session=fork,
+        effort=effort,
         include_partial_messages=True,
+        extra_args={"replay-user-messages": None},
         stderr=stderr,
         can_use_tool=can_use_tool,
+        hooks=dict(hooks) if hooks else None,
     )
 
 

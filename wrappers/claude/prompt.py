@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from core.backend import Content, DataContent, FileContent, TextContent, Turn
@@ -16,9 +17,15 @@ TEXT_FILE_LIMIT = 200_000
 
 def user_message(turn: Turn) -> dict[str, Any]:
     """The stream-json user message for `turn`. Its fresh `uuid` lets the CLI tell it apart."""
+    return parts_message(turn.parts)
+
+
+def parts_message(parts: Iterable[Content]) -> dict[str, Any]:
+    """The stream-json user message carrying `parts`, with a fresh `uuid` (the CLI echoes it
+    back when it takes the message: `replay-user-messages`)."""
     return {
         "type": "user",
-        "message": {"role": "user", "content": [_block(part) for part in turn.parts]},
+        "message": {"role": "user", "content": [_block(part) for part in parts]},
         "parent_tool_use_id": None,
         "uuid": str(uuid.uuid4()),
     }

@@ -15,6 +15,10 @@ from wrappers.acp.presets import COPILOT, GEMINI, OPENCODE, Preset
 REPO = Path(__file__).resolve().parents[3]
 GEMINI_KEY = "gemini-e2e-test-key"
 COPILOT_KEY = "mock-key"
+# OpenCode's configured model, and another one its provider offers (a model chosen per turn).
+OPENCODE_MODEL = "mock/mock-model"
+OPENCODE_OTHER_MODEL = "mock/mock-model-b"
+IMAGES = {"input": ["text", "image"], "output": ["text"]}
 # Where a worktree that shares another checkout's .tools installs an extra pinned CLI.
 _EXTRA = REPO / ".tools-extra" / "node_modules"
 
@@ -46,7 +50,14 @@ def gemini_block(url: str, root: Path, work: Path, home: Path) -> dict[str, Any]
 
 def opencode_block(url: str, root: Path, work: Path, home: Path) -> dict[str, Any]:
     # Bash asks, so the daemon's policy (approveKinds) or the caller decides it.
-    config = {**provider_config(url), "model": "mock/mock-model", "permission": {"bash": "ask"}}
+    config = {**provider_config(url), "model": OPENCODE_MODEL, "permission": {"bash": "ask"}}
+    provider = config["provider"]["mock"]
+    # Images too: OpenCode drops an image for a model whose config does not take them.
+    model = {**provider["models"]["mock-model"], "modalities": IMAGES, "attachment": True}
+    provider["models"] = {"mock-model": model, "mock-model-b": {**model, "name": "Mock B"}}
+    # No title request: it quotes the user's text on the small model while the turn's first
+    # request is on its way, so "the request that carries this text" would be either.
+    config["agent"] = {"title": {"disable": True}}
     return {
         "workingDirectory": str(work),
         "cliPath": str(binary(OPENCODE)),
