@@ -124,8 +124,10 @@ class TaskNotes:
             message=message.model_copy(update={"metadata": marked}),
             timestamp=utcnow(),
         )
-        # The hooks see the update before the task changes (they may drop it, not the move).
+        # The hooks see the update before the task changes (they may drop it, not the note);
+        # the turn may have ended while they ran.
         event = await self._outgoing(status_event(self._task, status))
+        self._check_note("steer")
         self._became(with_steered(self._task, user))
         await self._persist(final=False)
         if event is not None:

@@ -151,3 +151,14 @@ async def test_only_a_running_turn_can_be_steered() -> None:
     with pytest.raises(IllegalTransitionError):
         await idle.steered(_user("s"), STEERED)
     assert idle.task.history is None
+
+
+async def test_a_turn_whose_task_left_working_cannot_be_steered_any_more() -> None:
+    run = await _running(InMemoryTaskStore())
+    await run.work()
+    await run.ask(None)  # the turn ends on a question; the run is still RUNNING until finish
+
+    with pytest.raises(IllegalTransitionError):
+        await run.steered(_user("s"), STEERED)
+    assert (run.state, _state(run)) == (RunState.RUNNING, S.INPUT_REQUIRED)
+    assert [m.message_id for m in run.task.history or []] == ["m"]
