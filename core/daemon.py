@@ -28,23 +28,25 @@ from opentelemetry.sdk.trace import TracerProvider
 from core import registry
 from core.api.card import CardProvider
 from core.api.host import Binding
-from core.api.operations import Operations
+from core.api.operations import Front, Operations
 from core.backend import Backend
 from core.bindings.http import serve as http
 from core.bindings.http.app import HttpApp, hosted_app
 from core.bindings.http.push_sender import HttpPushSender
 from core.cluster.events import ClusterEvents
 from core.cluster.lease import Cluster
+from core.cluster.router import ClusterRouter, publishing
 from core.cluster.turns import ClusterTurns, ReplicaTasks
 from core.engine.observer import NO_OBSERVER, Observers, TurnObserver
 from core.engine.policy import Hooks, load_hook
-from core.engine.remote import NO_REMOTE, RemoteTasks
 from core.engine.service import TaskService
 from core.engine.startup import StorageStartError, failing_as
 from core.engine.turn.plugins import Plugins, chain
 from core.instance.guard import guarded
 from core.instance.records import SCHEMA as INSTANCE_SCHEMA
+from core.push.configs import PushConfigs
 from core.push.dispatcher import PushDispatcher, PushSender, RetryPolicy
+from core.push.plugin import EnginePush
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
 from core.settings.jails import sandboxed
@@ -126,14 +128,14 @@ class Daemon:
             settings, push_store or self.storage.push, push_sender, self.observers.push_outcome
         )
         engine = engine_config(settings)
-        remote: RemoteTasks = NO_REMOTE
         self.cluster: list[_Serving] = []
+        replicas: ReplicaTasks | None = None
         if db is not None:
             # A cancel sent to another replica waits as long as one here would, and a margin.
             wait = timedelta(seconds=engine.timeouts.stop_bound + 2)
             events = ClusterEvents(db, settings.storage.url or "", wait)
             turns = ClusterTurns(db, events, FORWARD_WAIT)
-            remote = ReplicaTasks(events, turns)
+            replicas = ReplicaTasks(events, turns)
             self.cluster = [events, turns]
         self.service = TaskService(
             tasks,
@@ -145,18 +147,25 @@ class Daemon:
                 hooks=build_hooks(settings),
                 observer=self.observers.turns,
                 budget=self.budgets,
+                published=publishing(replicas) if replicas is not None else None,
+                push=EnginePush(push) if push is not None else None,
             ),
-            push=push,
-            remote=remote,
         )
-        if db is not None:
-            events.on_cancel = self.service.cancel_here
-            turns.on_turn = self.service.admit_here
+        # The engine knows only the turns that run here; with replicas a router in front of
+        # it sends each request where its task runs. Without, the bindings reach the engine.
+        self.front: Front = self.service
+        if db is not None and replicas is not None:
+            router = ClusterRouter(self.service, replicas)
+            self.front = router
+            events.on_cancel = router.cancel_here
+            turns.on_turn = router.admit_here
             heartbeat = timedelta(milliseconds=settings.cluster.heartbeat)
             lease = Cluster(db, tasks, heartbeat, push, on_lease_lost=self.service.stop_turns)
             self.cluster.append(lease)
         self.ops = Operations(
             self.service,
+            front=self.front,
+            push_configs=PushConfigs(push, self.service.load),
             budgets=self.budgets,
             workspaces=WorkspaceQueries(workspaces, session_store),
         )

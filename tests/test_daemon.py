@@ -13,6 +13,7 @@ from anyio.abc import TaskStatus
 from structlog.testing import capture_logs
 
 from core.api.host import Host
+from core.cluster.router import ClusterRouter
 from core.daemon import Daemon
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend
@@ -102,3 +103,15 @@ async def test_a_part_that_fails_to_start_stops_what_started_before_it(tmp_path:
             raise AssertionError("the daemon started without its binding")
 
     assert order(logs) == [f"+{p}" for p in STARTS[:-1]] + [f"-{p}" for p in reversed(STARTS[:-1])]
+
+
+def test_the_engine_serves_directly_without_replicas_and_behind_the_router_with_them(
+    postgres_url: str,
+) -> None:
+    alone = Daemon(make_settings(), backend=ScriptedBackend())
+    assert alone.front is alone.service
+
+    replica = Daemon(
+        make_settings(storage={"kind": "postgres", "url": postgres_url}), backend=ScriptedBackend()
+    )
+    assert isinstance(replica.front, ClusterRouter)

@@ -9,12 +9,14 @@ returns; none of them reaches past this object into the engine. The a2a-python S
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from core.api.origin import refuse_own_agents
 from core.backend.control import Capabilities
 from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
+from core.push.configs import PushConfigs
 from core.storage.push import PushVersion
 from core.storage.sessions import WorkspaceRecord
 from core.usage.budget_tally import Limit, Tally
@@ -58,18 +60,41 @@ class WorkspaceView:
     expired_unsaved: bool
 
 
+class Front(Protocol):
+    """What sends, streams, subscribes and cancels: the engine itself (one daemon), or the
+    cluster router in front of it (core/cluster/router.py)."""
+
+    async def send(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = ...
+    ) -> Task | Message: ...
+
+    async def stream(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = ...
+    ) -> EventStream: ...
+
+    async def subscribe(self, principal: str, task_id: str) -> EventStream: ...
+
+    async def cancel(self, principal: str, request: CancelTaskRequest) -> Task: ...
+
+
 class Operations:
-    """`budgets` and `workspaces` answer the read-only queries a face for people needs
-    (usage, workspaces); the A2A bindings use neither."""
+    """`front` takes the operations that depend on where a task runs (default: the engine);
+    `push_configs` the push config operations (default: push is off); `budgets` and
+    `workspaces` answer the read-only queries a face for people needs (usage, workspaces);
+    the A2A bindings use neither."""
 
     def __init__(
         self,
         service: TaskService,
         *,
+        front: Front | None = None,
+        push_configs: PushConfigs | None = None,
         budgets: Budgets | None = None,
         workspaces: WorkspaceQueries | None = None,
     ) -> None:
         self._service = service
+        self._front: Front = front or service
+        self._push_configs = push_configs or PushConfigs(None, service.load)
         self._budgets = budgets
         self._workspaces = workspaces
 
@@ -123,13 +148,13 @@ class Operations:
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> Task | Message:
         refuse_own_agents(request)
-        return await self._service.send(principal, request, version=version)
+        return await self._front.send(principal, request, version=version)
 
     async def send_streaming_message(
         self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
     ) -> EventStream:
         refuse_own_agents(request)
-        return await self._service.stream(principal, request, version=version)
+        return await self._front.stream(principal, request, version=version)
 
     async def get_task(self, principal: str, request: GetTaskRequest) -> Task:
         return await self._service.get(principal, request)
@@ -138,10 +163,10 @@ class Operations:
         return await self._service.list(principal, request)
 
     async def cancel_task(self, principal: str, request: CancelTaskRequest) -> Task:
-        return await self._service.cancel(principal, request)
+        return await self._front.cancel(principal, request)
 
     async def subscribe_to_task(self, principal: str, task_id: str) -> EventStream:
-        return await self._service.subscribe(principal, task_id)
+        return await self._front.subscribe(principal, task_id)
 
     async def create_push_config(
         self,
@@ -152,22 +177,20 @@ class Operations:
         field: str = "",
     ) -> TaskPushNotificationConfig:
         self.require_push()
-        return await self._service.push_configs.create(
-            principal, config, version=version, field=field
-        )
+        return await self._push_configs.create(principal, config, version=version, field=field)
 
     async def get_push_config(
         self, principal: str, task_id: str, config_id: str | None
     ) -> TaskPushNotificationConfig:
         self.require_push()
-        return await self._service.push_configs.get(principal, task_id, config_id)
+        return await self._push_configs.get(principal, task_id, config_id)
 
     async def list_push_configs(
         self, principal: str, task_id: str
     ) -> list[TaskPushNotificationConfig]:
         self.require_push()
-        return await self._service.push_configs.list(principal, task_id)
+        return await self._push_configs.list(principal, task_id)
 
     async def delete_push_config(self, principal: str, task_id: str, config_id: str) -> None:
         self.require_push()
-        await self._service.push_configs.delete(principal, task_id, config_id)
+        await self._push_configs.delete(principal, task_id, config_id)

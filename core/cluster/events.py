@@ -1,5 +1,5 @@
 """Task events and cancels across replicas (storage.kind "postgres"): `ClusterEvents`
-implements the engine's `RemoteTasks` (core/engine/remote.py).
+implements most of the router's `Replicas` (core/cluster/router.py).
 
 - Every event of a task that runs here is appended to `task_events` (its `seq` orders them)
   by one writer task, in the order the task published them, in batches (one transaction and
@@ -247,7 +247,7 @@ class ClusterEvents:
             if not waiting:
                 del self._waiters[task_id]
 
-    # ----- RemoteTasks -----------------------------------------------------------------------
+    # ----- Replicas --------------------------------------------------------------------------
 
     async def running_elsewhere(self, principal: str, task_id: str) -> bool:
         owner = await self._db.fetchval(

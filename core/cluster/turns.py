@@ -212,7 +212,7 @@ def _wire_kind(exc: DaemonError) -> str:
 
 
 class ReplicaTasks:
-    """The engine's `RemoteTasks` (core/engine/remote.py): events and cancels
+    """The router's `Replicas` (core/cluster/router.py): events and cancels
     (`ClusterEvents`), ownership and forwarded turns (`ClusterTurns`)."""
 
     def __init__(self, events: ClusterEvents, turns: ClusterTurns) -> None:

@@ -8,6 +8,7 @@ terminal tasks are immutable; a message answering a paused turn's approval resum
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import JsonValue
@@ -23,13 +24,15 @@ from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import answer_of
-from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TurnBudget, TurnHooks
-from core.push.configs import PushConfigs
-from core.push.dispatcher import PushDispatcher
+from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TaskPush, TurnBudget, TurnHooks
 from core.storage.push import PushVersion, StoredConfig
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
-from core.wire.errors import InvalidParamsError, UnsupportedOperationError
+from core.wire.errors import (
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from core.wire.ids import new_id
 from core.wire.models import Message, SendMessageRequest, Task, TaskStatus
 
@@ -43,6 +46,48 @@ def _context_mismatch(message: Message, task: Task) -> InvalidParamsError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class NewTurn:
+    """A new turn the engine admitted and has not started: its run (the task stored
+    SUBMITTED), its place in the context's lane, and what it runs with (its options, the
+    session it forks)."""
+
+    run: TaskRun
+    lane: Lane
+    setup: TurnSetup
+
+    @property
+    def task(self) -> Task:
+        return self.run.task
+
+    @property
+    def announced(self) -> bool:
+        """Its task has been shown to watchers already (a later turn of it)."""
+        return self.run.announced
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A message answering the approval a paused turn waits on: the turn, resumed, and the
+    call that hands the answer to the agent (made once the caller watches)."""
+
+    run: TaskRun
+    give: Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """A message for the running turn of a task (`delivery: "steer"`): the run, checked to
+    be steerable, and the message, handed to the agent once the caller watches."""
+
+    run: TaskRun
+    message: Message
+
+
+Admitted = NewTurn | Answer | Steer
+"""A message the engine took and has not answered yet."""
+
+
 class Admission:
     def __init__(
         self,
@@ -50,8 +95,7 @@ class Admission:
         live: LiveRuns,
         *,
         queries: TaskQueries,
-        push: PushDispatcher | None,
-        push_configs: PushConfigs,
+        push: TaskPush | None,
         draining: Callable[[], bool],
         budget: TurnBudget = NO_BUDGET,
         places: TurnPlaces,
@@ -71,7 +115,6 @@ class Admission:
         self._live = live
         self._queries = queries
         self._push = push
-        self._push_configs = push_configs
         self._draining = draining
         self.lanes, self.slots = places.lanes, places.slots
 
@@ -127,7 +170,9 @@ class Admission:
             field = "configuration." + (
                 "taskPushNotificationConfig" if version == "1.0" else "pushNotificationConfig"
             )
-            await self._push_configs.vet(inline, field)
+            if self._push is None:
+                raise PushNotificationNotSupportedError
+            await self._push.vet(inline, field)
         run, user = await self._reserved_run(principal, message, control)
         task_id = run.task.id
         context_id = run.task.context_id

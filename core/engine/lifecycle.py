@@ -18,7 +18,7 @@ from core.engine.config import EngineConfig
 from core.engine.queries import LiveRuns
 from core.engine.scheduling import Scheduler
 from core.engine.startup import BackendStartError, StorageStartError, failing_as
-from core.push.dispatcher import PushDispatcher
+from core.engine.turn.plugins import TaskPush
 from core.sessions.manager import SessionManager
 from core.storage.tasks import TaskStore
 
@@ -35,7 +35,7 @@ class Lifecycle:
         store: TaskStore,
         backend: Backend,
         sessions: SessionManager,
-        push: PushDispatcher | None,
+        push: TaskPush | None,
         scheduler: Scheduler,
         live: LiveRuns,
     ) -> None:

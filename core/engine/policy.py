@@ -12,7 +12,11 @@ Each hook is an async callable named `package.module:function`:
         daemon makes itself, like the final status). A terminal or interrupted status cannot be
         dropped.
     async def after_turn(turn: Turn, status: TaskStatus) -> TaskStatus | None
-        May rewrite the final status of a turn (it must stay terminal or interrupted).
+        May rewrite the final status of a turn (it must stay terminal or interrupted, and be a
+        state the task may move to: run_state.TASK_LEGAL).
+
+The hooks run before TaskRun's transition, never inside it: while they run, the task and its
+stored copy are in the state it leaves.
 
 A hook that raises, takes longer than `hooks.timeout`, or returns something unusable changes
 nothing: the daemon uses the unhooked value and logs `hook.failed`, so a task always ends.
@@ -30,7 +34,9 @@ import anyio
 import structlog
 
 from core.backend import BackendEvent, Turn
-from core.wire.models import StreamResponse, TaskStatus
+from core.engine.run_state import task_move_legal
+from core.engine.task_content import status_event
+from core.wire.models import StreamResponse, Task, TaskStatus
 
 log = structlog.get_logger(__name__)
 
@@ -115,6 +121,24 @@ class Hooks:
                 "hook.failed", hook="afterEvent", reason="not a StreamResponse of that kind"
             )
         return out
+
+    async def status_update(
+        self, turn: Turn, cause: BackendEvent | None, task: Task, status: TaskStatus
+    ) -> StreamResponse | None:
+        """The update moving `task` to `status` as afterTurn (a final status) and afterEvent
+        leave it (None: dropped). TaskRun calls this before its transition; a rewrite to a
+        state the task cannot move to (run_state.TASK_LEGAL) changes nothing."""
+        hooked = status
+        if status.state.terminal or status.state.interrupted:
+            hooked = await self.final_status(turn, status)
+        event = await self.outgoing(turn, cause, status_event(task, hooked))
+        if event is None or event.status_update is None:
+            return None
+        to = event.status_update.status.state
+        if to is not status.state and not task_move_legal(task.status.state, to):
+            log.warning("hook.failed", reason=f"the task cannot move to {to.value}", task=task.id)
+            return status_event(task, status)
+        return event
 
     async def final_status(self, turn: Turn, status: TaskStatus) -> TaskStatus:
         if self.after_turn is None:

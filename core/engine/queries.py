@@ -3,11 +3,10 @@ ListTasks): a task in flight is read from its run, any other one from the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from core.engine.streams import apply_history_length
-from core.engine.task_run import TaskRun
-from core.push.dispatcher import PushDispatcher
+from core.engine.task_run import Notify, TaskRun
 from core.storage.tasks import TaskQuery, TaskStore
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import (
@@ -26,16 +25,13 @@ class LiveRuns:
     def __init__(
         self,
         store: TaskStore,
-        push: PushDispatcher | None,
-        record: Callable[[str, str, StreamResponse], None] | None = None,
+        published: Notify | None = None,
+        push: Notify | None = None,
     ) -> None:
-        """`record`: also hand every event to the other replicas (core/engine/remote.py)."""
+        """Each event a run publishes goes, after its subscribers, to `published` (the other
+        replicas: core/cluster/router.py), then to `push`."""
         self._store = store
-        self._notify: Callable[[TaskRun, StreamResponse], None] | None = (
-            push.notify if push is not None else None
-        )
-        if record is not None:
-            self._notify = _recording(record, self._notify)
+        self._notify = _chained(published, push) if published is not None else push
         self._runs: dict[str, TaskRun] = {}
 
     def get(self, principal: str, task_id: str | None) -> TaskRun | None:
@@ -68,12 +64,9 @@ class LiveRuns:
         return iter(list(self._runs.values()))
 
 
-def _recording(
-    record: Callable[[str, str, StreamResponse], None],
-    push: Callable[[TaskRun, StreamResponse], None] | None,
-) -> Callable[[TaskRun, StreamResponse], None]:
+def _chained(first: Notify, push: Notify | None) -> Notify:
     def notify(run: TaskRun, event: StreamResponse) -> None:
-        record(run.principal, run.task.id, event)
+        first(run, event)
         if push is not None:
             push(run, event)
 

@@ -9,7 +9,6 @@ from typing import Any, Literal
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from pydantic import JsonValue
 
 from core.backend import Turn
 from core.engine.config import Timeouts
@@ -23,7 +22,7 @@ from core.engine.task_run import TaskRun
 from core.engine.turn.content import part_to_content
 from core.engine.turn.driver import TurnDriver, fail_crashed
 from core.engine.turn.plugins import TurnBudget
-from core.engine.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
+from core.engine.wrapper_section import WRAPPER_METADATA_KEY
 from core.wire.errors import StorageUnavailableError
 from core.wire.models import SendMessageRequest
 
@@ -120,7 +119,7 @@ class Scheduler:
                 run = self._live.get(principal, task_id)
                 try:
                     if run is not None and run.state is RunState.QUEUED:
-                        await _requeue(run, lane.queue_of(task_id))
+                        await run.requeue(lane.queue_of(task_id))
                 except Exception:
                     log.warning("task.queue_not_stored", task_id=task_id, exc_info=True)
 
@@ -175,10 +174,3 @@ def _metadata(request: SendMessageRequest, setup: TurnSetup) -> dict[str, Any]:
         section = dict(section) if isinstance(section, dict) else {}
         metadata[WRAPPER_METADATA_KEY] = {**section, "forkFrom": setup.fork_from}
     return metadata
-
-
-async def _requeue(run: TaskRun, queue: dict[str, JsonValue] | None) -> None:
-    """The waiting task's new place in its context's queue (None: it is next): stored in its
-    `a2aWrapper.queue`, and a status update (its state unchanged) carries it."""
-    if queue != (WrapperSection.of(run.task) or WrapperSection()).queue:
-        await run.noted(run.status_event({WRAPPER_METADATA_KEY: {"queue": queue}}), queue=queue)

@@ -10,37 +10,32 @@ in the request).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from core.backend import Backend
 from core.backend.control import Capabilities, capabilities_of
 from core.engine import readiness
-from core.engine.admission import Admission
+from core.engine.admission import Admission, Admitted, Answer, NewTurn, Steer
 from core.engine.config import EngineConfig
 from core.engine.control.forking import Forks
-from core.engine.control.requested import Control, control_of
+from core.engine.control.requested import control_of
 from core.engine.control.steering import Steering
 from core.engine.lifecycle import Lifecycle
 from core.engine.limits import TurnPlaces
 from core.engine.queries import LiveRuns, TaskQueries
 from core.engine.readiness import Readiness
-from core.engine.remote import NO_REMOTE, EventSource, RemoteTasks
 from core.engine.scheduling import Scheduler
 from core.engine.streams import EventStream, apply_history_length
 from core.engine.task_run import TaskRun
 from core.engine.turn.driver import TurnDriver
 from core.engine.turn.plugins import NO_PLUGINS, Plugins
 from core.engine.turn.runner import TurnRunner
-from core.push.configs import PushConfigs
-from core.push.dispatcher import PushDispatcher
 from core.sessions.manager import SessionManager
 from core.storage.push import PushVersion
 from core.storage.sessions import InMemorySessionStore
 from core.storage.tasks import TaskStore
 from core.wire.errors import (
-    DaemonError,
-    InternalError,
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
@@ -51,19 +46,8 @@ from core.wire.models import (
     ListTasksResponse,
     Message,
     SendMessageRequest,
-    StreamResponse,
     Task,
 )
-
-
-def _task_id(event: StreamResponse | None) -> str:
-    if event is not None and event.status_update is not None:
-        return event.status_update.task_id
-    if event is not None and event.artifact_update is not None:
-        return event.artifact_update.task_id
-    if event is not None and event.task is not None:
-        return event.task.id
-    raise InternalError("A forwarded turn ended without an event")
 
 
 class TaskService:
@@ -75,27 +59,24 @@ class TaskService:
         *,
         sessions: SessionManager | None = None,
         plugins: Plugins = NO_PLUGINS,
-        push: PushDispatcher | None = None,
-        remote: RemoteTasks = NO_REMOTE,
     ) -> None:
         """`plugins`: what extends the engine (workspaces and budgets, the budget a turn
-        reserves as it is admitted, the policy hooks, the turn observer); `remote`: the other
-        replicas (their tasks can be watched and cancelled from here, and this one's events
-        reach them)."""
+        reserves as it is admitted, the policy hooks, the turn observer, who else hears each
+        event, push notifications). The engine knows only the turns that run here: what sits
+        in front of it (core/cluster/router.py) sends a turn elsewhere."""
         config = config or EngineConfig()
         self._turn_options = config.turn_options
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
         self._store = store
+        push = plugins.push
         self._push = push
         self._sessions = sessions or SessionManager(
             InMemorySessionStore(), backend.name, backend.drop_session
         )
-        self._remote = remote
-        self._live = LiveRuns(store, push, None if remote is NO_REMOTE else remote.record)
+        self._live = LiveRuns(store, plugins.published, push.notify if push else None)
         self._queries = TaskQueries(store, self._live)
-        self.push_configs = PushConfigs(push, self._queries.load)
         runner = TurnRunner(
             backend,
             progress=output.progress,
@@ -126,7 +107,6 @@ class TaskService:
             self._live,
             queries=self._queries,
             push=push,
-            push_configs=self.push_configs,
             draining=lambda: self._lifecycle.draining,
             budget=plugins.budget,
             places=places,
@@ -207,6 +187,10 @@ class TaskService:
 
     # ----- reads -----------------------------------------------------------------------------
 
+    async def load(self, principal: str, task_id: str) -> Task:
+        """The principal's task as it is now (TaskNotFoundError if there is none)."""
+        return await self._queries.load(principal, task_id)
+
     async def get(self, principal: str, request: GetTaskRequest) -> Task:
         return await self._queries.get(principal, request)
 
@@ -221,34 +205,65 @@ class TaskService:
         """SendMessage: blocking by default (returns once the turn settles), or at once with
         `returnImmediately`. `version` is the caller's protocol version, kept with an inline
         push config."""
+        admitted: Admitted | None = await self.answering(principal, request)
+        if admitted is None:
+            admitted = await self.admit(principal, request, version)
+        return await self.reply(admitted, request)
+
+    async def stream(
+        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
+    ) -> EventStream:
+        """SendStreamingMessage: validation errors raise here, before any event exists."""
+        admitted: Admitted | None = await self.answering(principal, request)
+        if admitted is None:
+            admitted = await self.admit(principal, request, version)
+        return await self.events(admitted, request)
+
+    # A send in two steps, so that what sits in front of the engine (core/cluster/router.py)
+    # can act between them: the message is taken (`answering`, else `admit`), then answered
+    # (`reply`, `events`, or `start` for no one waiting).
+
+    async def answering(self, principal: str, request: SendMessageRequest) -> Answer | Steer | None:
+        """When the message is for a turn in flight here: with `delivery: "steer"`, the
+        running turn it goes into (refused when there is none it can steer); without a
+        delivery, the turn paused here on the approval it answers, resumed (its task WORKING
+        again); else None (a new turn: `admit`)."""
+        control = control_of(request)
+        message = request.message
+        if control.delivery == "steer":
+            return Steer(await self._steering.target(principal, message), message)
+        if control.delivery is not None:
+            return None  # a message that asks for a delivery never answers an approval
+        approval = await self._admission.approval_answer(principal, message)
+        return None if approval is None else Answer(*approval)
+
+    async def admit(
+        self, principal: str, request: SendMessageRequest, version: PushVersion
+    ) -> NewTurn:
+        """A new turn of the message's task (or, with `delivery: "queue"`, of a new task
+        behind its context's running turn): validated with its conversation control, stored
+        SUBMITTED, holding its place in the context's lane and a turn slot; not started yet."""
+        control = control_of(request)
+        return NewTurn(*await self._admission.admit(principal, request, version, control))
+
+    async def reply(self, admitted: Admitted, request: SendMessageRequest) -> Task | Message:
+        """What SendMessage returns for `admitted`: once its turn settles (blocking, the
+        default), or the task at once (`returnImmediately`)."""
         config = request.configuration
         history_length = config.history_length if config else None
         blocking = config is None or not config.return_immediately
-        control = control_of(request)
-        if control.delivery == "steer":
-            run = await self._steering.target(principal, request.message)
-            await self._steering.deliver(run, request.message)
+        run = admitted.run
+        if not isinstance(admitted, NewTurn):
+            await self._hand_over(admitted)
             if blocking:
                 await run.settled()
             return apply_history_length(run.task, history_length)
-        approval = await self._approval(principal, request, control)
-        if approval is not None:
-            paused, answer = approval
-            answer()
-            if blocking:
-                await paused.settled()
-            return apply_history_length(paused.task, history_length)
-        forwarded = await self._forwarded(principal, request, version)
-        if forwarded is not None:
-            return await self._answer_forwarded(principal, forwarded, blocking, history_length)
-        run, lane, setup = await self._admission.admit(principal, request, version, control)
-        await self._claim(principal, request, run)
         if not blocking:
             run.announce()
             snapshot = run.task
-            self._scheduler.start(run, lane, request, setup)
+            self._scheduler.start(run, admitted.lane, request, admitted.setup)
             return apply_history_length(snapshot, history_length)
-        self._scheduler.start(run, lane, request, setup)
+        self._scheduler.start(run, admitted.lane, request, admitted.setup)
         try:
             await run.settled()
         finally:
@@ -257,102 +272,42 @@ class TaskService:
             return run.reply
         return apply_history_length(run.task, history_length)
 
-    async def stream(
-        self, principal: str, request: SendMessageRequest, *, version: PushVersion = "1.0"
-    ) -> EventStream:
-        """SendStreamingMessage: validation errors raise here, before any event exists."""
-        control = control_of(request)
-        if control.delivery == "steer":
-            # Like any stream it starts with the Task; the steered update follows.
-            run = await self._steering.target(principal, request.message)
-            stream = self._watch(run, at_interrupt=True, snapshot=True)
-            try:
-                await self._steering.deliver(run, request.message)
-            except BaseException:
-                stream.close()
-                raise
+    async def events(self, admitted: Admitted, request: SendMessageRequest) -> EventStream:
+        """The events of `admitted`'s turn as SendStreamingMessage streams them (a steer's
+        and an answer's too start with the Task; the steered update follows)."""
+        run = admitted.run
+        if isinstance(admitted, NewTurn):
+            stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
+            self._scheduler.start(run, admitted.lane, request, admitted.setup)
             return stream
-        approval = await self._approval(principal, request, control)
-        if approval is not None:
-            paused, answer = approval
-            stream = self._watch(paused, at_interrupt=True, snapshot=True)
-            answer()
-            return stream
-        forwarded = await self._forwarded(principal, request, version)
-        if forwarded is not None:
-            return EventStream(forwarded, at_interrupt=True)
-        run, lane, setup = await self._admission.admit(principal, request, version, control)
-        await self._claim(principal, request, run)
-        stream = self._watch(run, at_interrupt=True, snapshot=run.announced)
-        self._scheduler.start(run, lane, request, setup)
+        stream = self._watch(run, at_interrupt=True, snapshot=True)
+        try:
+            await self._hand_over(admitted)
+        except BaseException:
+            stream.close()
+            raise
         return stream
 
-    async def _approval(
-        self, principal: str, request: SendMessageRequest, control: Control
-    ) -> tuple[TaskRun, Callable[[], None]] | None:
-        """The paused turn `request` answers (never a message that asks for a delivery)."""
-        if control.delivery is not None:
-            return None
-        return await self._admission.approval_answer(principal, request.message)
-
-    # ----- replicas --------------------------------------------------------------------------
-
-    async def _forwarded(
-        self, principal: str, request: SendMessageRequest, version: PushVersion
-    ) -> EventSource | None:
-        """The turn's events from the replica that owns its context, when that is another
-        live one (it ran there); None: it runs here."""
-        if self._remote is NO_REMOTE:
-            return None
-        message = request.message
-        context_id = message.context_id
-        if context_id is None and message.task_id:
-            try:
-                context_id = (await self._queries.load(principal, message.task_id)).context_id
-            except DaemonError:
-                return None  # admission says what is wrong with it
-        if context_id is None:
-            return None
-        owner = await self._remote.owner_elsewhere(principal, context_id)
-        if owner is None:
-            return None
-        return await self._remote.forward(owner, principal, request, version)
-
-    async def _claim(self, principal: str, request: SendMessageRequest, run: TaskRun) -> None:
-        """A new context's first turn runs here: this replica owns the context."""
-        message = request.message
-        if self._remote is not NO_REMOTE and message.context_id is None and not message.task_id:
-            await self._remote.owner_elsewhere(principal, run.task.context_id)
-
-    async def _answer_forwarded(
-        self, principal: str, events: EventSource, blocking: bool, history_length: int | None
-    ) -> Task | Message:
-        last: StreamResponse | None = None
-        async with aclosing(EventStream(events, at_interrupt=True).__aiter__()) as stream:
-            async for event in stream:
-                if not blocking and event.task is not None:
-                    return apply_history_length(event.task, history_length)
-                last = event
-        if last is not None and last.message is not None:
-            return last.message
-        task_id = _task_id(last)
-        return apply_history_length(await self._queries.load(principal, task_id), history_length)
-
-    async def admit_here(
-        self, principal: str, request: SendMessageRequest, version: PushVersion
-    ) -> str:
-        """A turn another replica received for a context this one owns: admitted and started
-        here as a non-blocking send; its events start with a Task snapshot."""
-        run, lane, setup = await self._admission.admit(
-            principal, request, version, control_of(request)
-        )
-        if run.announced:
-            # A later turn of the task: a fresh snapshot opens this turn's events elsewhere.
-            self._remote.record(principal, run.task.id, StreamResponse(task=run.task))
+    async def start(self, admitted: Admitted, request: SendMessageRequest) -> None:
+        """Start `admitted` with no one waiting on it here (a non-blocking send whose caller
+        is elsewhere): a new turn's task is announced first; an answer or a steered message
+        is handed to the agent (a refused steer raises)."""
+        if isinstance(admitted, NewTurn):
+            admitted.run.announce()
+            self._scheduler.start(admitted.run, admitted.lane, request, admitted.setup)
         else:
-            run.announce()
-        self._scheduler.start(run, lane, request, setup)
-        return run.task.id
+            await self._hand_over(admitted)
+
+    async def _hand_over(self, admitted: Answer | Steer) -> None:
+        """The message to the agent's turn in flight: an approval's answer, or a steer."""
+        if isinstance(admitted, Answer):
+            admitted.give()
+        else:
+            await self._steering.deliver(admitted.run, admitted.message)
+
+    def holds(self, principal: str, task_id: str) -> bool:
+        """A run of the principal's task is live here (a turn in flight, or watched)."""
+        return self._live.get(principal, task_id) is not None
 
     async def subscribe(self, principal: str, task_id: str) -> EventStream:
         task = await self._queries.load(principal, task_id)
@@ -360,10 +315,6 @@ class TaskService:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state: {task.status.state.value}"
             )
-        if self._live.get(principal, task_id) is None and await self._remote.running_elsewhere(
-            principal, task_id
-        ):
-            return EventStream(self._remote.watch(principal, task_id), at_interrupt=False)
         run = self._live.of_stored(principal, task)
         self._live.hold(run)
         return self._watch(run, at_interrupt=False, snapshot=True)
@@ -389,21 +340,18 @@ class TaskService:
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
             return run.task
-        if run is None and await self._remote.running_elsewhere(principal, request.id):
-            return await self._remote.cancel(principal, request.id)
         run = run or self._live.of_stored(principal, task)
         await run.cancel_idle()
         self._live.forget(request.id)
         return run.task
 
-    async def stop_turns(self, reason: str) -> int:
-        """Stop every turn running here, failing each with `reason` (a replica whose lease
-        expired: its contexts may run elsewhere now); returns how many."""
-        return await self._scheduler.stop_now(reason)
-
-    async def cancel_here(self, principal: str, task_id: str) -> None:
-        """A cancel another replica received for a task whose turn runs here (a no-op when
-        it has no turn in flight here any more)."""
+    async def cancel_turn(self, principal: str, task_id: str) -> None:
+        """Cancel the turn of the task in flight here, if there is one (a no-op otherwise)."""
         run = self._live.get(principal, task_id)
         if run is not None and run.in_flight:
             await self._scheduler.cancel(run)
+
+    async def stop_turns(self, reason: str) -> int:
+        """Stop every turn running here, failing each with `reason` (e.g. a replica whose
+        lease expired: its contexts may run elsewhere now); returns how many."""
+        return await self._scheduler.stop_now(reason)

@@ -3,10 +3,19 @@ stream, and history trimmed to what was asked for."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Protocol
 
-from core.engine.remote import EventSource
 from core.wire.models import StreamResponse, Task
+
+
+class EventSource(Protocol):
+    """The events of one watched task, in order (a run's subscription here, or a task's
+    events read back from another replica); `close` stops watching (idempotent)."""
+
+    def __aiter__(self) -> AsyncIterator[StreamResponse]: ...
+
+    def close(self) -> None: ...
 
 
 def apply_history_length(task: Task, history_length: int | None) -> Task:

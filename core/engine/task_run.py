@@ -8,10 +8,16 @@ A run is in one of five states, changed only by its transition methods:
     QUEUED | RUNNING | PAUSED | STOPPING --finish--> DONE
 
 DONE is also where a run starts (a new task before its admission, a stored one being watched):
-it means no turn is in flight. Each transition checks it is legal, then persists, then
-publishes, so the snapshot, the stored copy and what subscribers see never disagree. The task
-itself is a frozen wire model: every change makes a new `Task` (`model_copy(update=...)`), so
-the snapshot is handed out as it is, never copied.
+it means no turn is in flight. The task's A2A state changes only through the run's named
+outcomes (`work`, `complete`, `fail`, `reject`, `ask`, `ask_auth`, `cancel`, and `admit`,
+`pause`, `resume`, `stop`), each checked against `TASK_LEGAL` (run_state.py). Each transition
+checks it is legal, then persists, then publishes, so the snapshot, the stored copy and what
+subscribers see never disagree; the user's policy hooks run before it (they may rewrite or
+drop the update), never inside it. The task is a frozen wire model: every change makes a new
+`Task` (task_content.py), so the snapshot is handed out as it is, never copied.
+
+What changes the task without moving its state (a note, an artifact, a queued task's place,
+a steered message) is task_notes.py's part of the class, checked against `NOTE_LEGAL`.
 
 The task's `a2aWrapper` section (wrapper_section.py), with the session id, is built here only.
 """
@@ -29,8 +35,10 @@ from pydantic import JsonValue
 from core.backend import ApprovalRequest, BackendEvent, Turn, Usage
 from core.engine.broker import Subscription, TaskBroker
 from core.engine.policy import NO_HOOKS, Hooks
-from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
-from core.engine.turn.content import agent_message, with_artifact
+from core.engine.run_state import LEGAL, IllegalTransitionError, RunState, check_task_move
+from core.engine.task_content import status_event, with_answer, with_status, with_turn
+from core.engine.task_notes import TaskNotes
+from core.engine.turn.content import agent_message
 from core.engine.wrapper_section import (
     TURN_OUTCOME,
     WRAPPER_METADATA_KEY,
@@ -43,17 +51,7 @@ from core.storage.tasks import TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
 from core.wire.ids import new_id
-from core.wire.models import (
-    Artifact,
-    Message,
-    Metadata,
-    Part,
-    StreamResponse,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskStatus,
-    TaskStatusUpdateEvent,
-)
+from core.wire.models import Message, Part, StreamResponse, Task, TaskStatus
 
 log = structlog.get_logger(__name__)
 
@@ -63,7 +61,7 @@ Notify = Callable[["TaskRun", StreamResponse], None]
 TurnEnd = Callable[[], Queued[None]]
 
 
-class TaskRun:
+class TaskRun(TaskNotes):
     """A task's live snapshot, its broker and its turn's state. Nothing else assigns these;
     every change is a method here (tests/unit/test_task_run_fields.py enforces it)."""
 
@@ -191,11 +189,14 @@ class TaskRun:
 
     # ----- transitions -----------------------------------------------------------------------
 
-    def _move(self, transition: str, to: RunState) -> None:
+    def _check(self, transition: str) -> None:
         if self._state not in LEGAL[transition]:
             raise IllegalTransitionError(
                 f"{transition} is not allowed in state {self._state.value} (task {self._task.id})"
             )
+
+    def _move(self, transition: str, to: RunState) -> None:
+        self._check(transition)
         self._state = to
 
     async def admit(self, user: Message) -> None:
@@ -203,18 +204,14 @@ class TaskRun:
 
         The state changes before the first await, so two concurrent follow-ups cannot both
         continue one task; if the store refuses, the run is DONE again."""
+        if self._announced:  # a later turn (a new task is born SUBMITTED)
+            check_task_move(self._task.id, self._task.status.state, TaskState.SUBMITTED)
         self._move("admit", RunState.QUEUED)
         before = self._task
-        previous = before.status.message
         self._finished = Latch()
         self._settled = Latch()
         self._stop_reason = None
-        self._task = before.model_copy(
-            update={
-                "history": [*(before.history or []), *([previous] if previous else []), user],
-                "status": TaskStatus(state=TaskState.SUBMITTED, timestamp=utcnow()),
-            }
-        )
+        self._task = with_turn(before, user)
         try:
             await self._store.save(self._principal, self._task)
         except BaseException:
@@ -265,28 +262,20 @@ class TaskRun:
         """The turn in flight, as the backend runs it (None: none)."""
         return self._turn
 
-    async def noted(self, event: StreamResponse | None = None, **changes: Any) -> None:
-        """The task changed outside a status move: `user` (a steered message) joins the history,
-        other `changes` go to the `a2aWrapper` section (record_sections); stored, then `event`."""
-        user = changes.pop("user", None)
-        if user is not None:
-            self._task = self._task.model_copy(
-                update={"history": [*(self._task.history or []), user]}
-            )
-        self.record_sections(changes)
-        await self._persist(final=False)
-        if event is not None and self._announced:
-            self._publish(event)
-
     def applying(self, event: BackendEvent | None) -> None:
         """The backend event being applied (for the afterEvent hook)."""
         self._cause = event
 
     async def pause(self, approval: ApprovalRequest, question: list[Part]) -> None:
         """RUNNING -> PAUSED: the agent waits on `approval`; the task is INPUT_REQUIRED."""
+        self._check("pause")
+        check_task_move(self._task.id, self._task.status.state, TaskState.INPUT_REQUIRED)
+        self.announce()
+        event = await self._hooked(TaskState.INPUT_REQUIRED, agent_message(self._task, question))
         self._move("pause", RunState.PAUSED)
         self._pending = approval
-        await self.set_status(TaskState.INPUT_REQUIRED, agent_message(self._task, question))
+        if event is not None:
+            await self._change_status(event)
 
     async def resume(self, user: Message) -> None:
         """PAUSED -> RUNNING: the question and `user`'s answer go to the history, and the task
@@ -294,15 +283,8 @@ class TaskRun:
         self._move("resume", RunState.RUNNING)
         self._pending = None
         self._settled = Latch()
-        task = self._task
-        question = task.status.message
-        self._task = task.model_copy(
-            update={
-                "history": [*(task.history or []), *([question] if question else []), user],
-                "status": task.status.model_copy(update={"message": None}),
-            }
-        )
-        await self.set_status(TaskState.WORKING)
+        self._task = with_answer(self._task, user)
+        await self._set_status(TaskState.WORKING)
 
     def release_approval(self) -> ApprovalRequest | None:
         """The turn is ending: the approval it still waits on, if any (to be denied)."""
@@ -320,11 +302,9 @@ class TaskRun:
         if was is RunState.QUEUED and not self._task.status.state.terminal:
             self._set_section(queue=None)
             if reason is None:
-                await self.set_status(TaskState.CANCELED)
+                await self.cancel()
             else:
-                await self.set_status(
-                    TaskState.FAILED, agent_message(self._task, [Part(text=reason)])
-                )
+                await self.fail(agent_message(self._task, [Part(text=reason)]))
         if self._scope is not None:
             self._scope.cancel()
 
@@ -343,7 +323,7 @@ class TaskRun:
         """A task with no turn in flight (waiting for input) is canceled directly."""
         if self._state is not RunState.DONE:
             raise IllegalTransitionError(f"cancel_idle in state {self._state.value}")
-        await self.set_status(TaskState.CANCELED)
+        await self.cancel()
 
     def end_streams(self) -> None:
         """Shutdown: end every stream and blocking wait on this task after what was sent."""
@@ -351,6 +331,10 @@ class TaskRun:
         self._broker.close()
 
     # ----- the task's content ----------------------------------------------------------------
+
+    def _became(self, task: Task) -> None:
+        """The task's new content (task_notes.py); its state is the one it had."""
+        self._task = task
 
     def _set_section(self, **changes: Any) -> None:
         self._section = replace(self._section, **changes)
@@ -406,79 +390,71 @@ class TaskRun:
             if ended is not None:
                 await ended
 
-    def _status_event(self, status: TaskStatus, metadata: Metadata | None = None) -> StreamResponse:
-        task = self._task
-        return StreamResponse(
-            status_update=TaskStatusUpdateEvent(
-                task_id=task.id, context_id=task.context_id, status=status, metadata=metadata
-            )
-        )
+    # ----- the task's outcomes (its A2A state, checked against TASK_LEGAL) ----------------------
 
-    def status_event(self, metadata: Metadata) -> StreamResponse:
-        """An update of the task's current status carrying `metadata` (no move)."""
-        return self._status_event(self._task.status, metadata)
+    async def work(self) -> None:
+        """The agent is at it: WORKING."""
+        await self._set_status(TaskState.WORKING)
 
-    async def set_status(self, state: TaskState, message: Message | None = None) -> None:
-        """Move the task to `state`: hooks first, then stored, then published."""
+    async def complete(self, message: Message | None = None) -> None:
+        """The agent answered (`message`): COMPLETED."""
+        await self._set_status(TaskState.COMPLETED, message)
+
+    async def fail(self, message: Message) -> None:
+        """The turn failed (`message` says why, for the caller): FAILED."""
+        await self._set_status(TaskState.FAILED, message)
+
+    async def reject(self, message: Message) -> None:
+        """The turn is refused (a policy hook, the provider): REJECTED."""
+        await self._set_status(TaskState.REJECTED, message)
+
+    async def ask(self, message: Message | None) -> None:
+        """The agent needs the caller's input (`message` its question): INPUT_REQUIRED."""
+        await self._set_status(TaskState.INPUT_REQUIRED, message)
+
+    async def ask_auth(self, message: Message | None) -> None:
+        """The agent needs credentials (`message` says which, and the fix): AUTH_REQUIRED."""
+        await self._set_status(TaskState.AUTH_REQUIRED, message)
+
+    async def cancel(self, message: Message | None = None) -> None:
+        """The task is canceled (`message`: what the caller should know): CANCELED."""
+        await self._set_status(TaskState.CANCELED, message)
+
+    async def _set_status(self, state: TaskState, message: Message | None = None) -> None:
+        """Move the task to `state`: the policy hooks first, then the transition."""
+        check_task_move(self._task.id, self._task.status.state, state)
         self.announce()
+        event = await self._hooked(state, message)
+        if event is not None:
+            await self._change_status(event)
+
+    async def _hooked(self, state: TaskState, message: Message | None) -> StreamResponse | None:
+        """The update to `state` as the policy hooks leave it (None: dropped): before the
+        transition, never inside it."""
         status = TaskStatus(state=state, message=message, timestamp=utcnow())
-        final = state.terminal or state.interrupted
-        if self._turn is not None and final:
-            status = await self._hooks.final_status(self._turn, status)
-        event = await self._outgoing(self._status_event(status))
-        if event is None or event.status_update is None:
-            return
+        if self._turn is None:
+            return status_event(self._task, status)
+        return await self._hooks.status_update(self._turn, self._cause, self._task, status)
+
+    async def _change_status(self, event: StreamResponse) -> None:
+        """The transition: checked, then stored, then published (no user code runs here)."""
+        if event.status_update is None:
+            raise IllegalTransitionError("a status transition needs a status update")
         status = event.status_update.status
         task = self._task
-        previous = task.status.message
-        update: dict[str, Any] = {"status": status}
-        if previous is not None:
-            update["history"] = [*(task.history or []), previous]
-        self._task = task.model_copy(update=update)
+        check_task_move(task.id, task.status.state, status.state)
+        final = status.state.terminal or status.state.interrupted
+        self._task = with_status(task, status)
         log.info(
             "task.state", task_id=task.id, context_id=task.context_id, state=status.state.value
         )
         # Persist before anyone hears of it: a client never sees a state the store lacks.
         await self._persist(final=self._turn is not None and final)
         self._publish(event)
-        if status.state.terminal or status.state.interrupted:
+        if final:
             self._settled.set()
         if status.state.terminal:
             self._broker.close()
-
-    async def progress(
-        self, text: str, data: dict[str, Any] | None = None, metadata: Metadata | None = None
-    ) -> None:
-        """A WORKING update with a note (a tool step's facts as a data part; `metadata`: the
-        message's); never stored."""
-        self.announce()
-        facts = [Part(data=data, media_type="application/json")] if data else []
-        message = agent_message(self._task, [Part(text=text), *facts])
-        message = message.model_copy(update={"metadata": metadata}) if metadata else message
-        status = TaskStatus(state=TaskState.WORKING, message=message, timestamp=utcnow())
-        event = await self._outgoing(self._status_event(status))
-        if event is not None:
-            self._publish(event)
-
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
-        self.announce()
-        task = self._task
-        event = await self._outgoing(
-            StreamResponse(
-                artifact_update=TaskArtifactUpdateEvent(
-                    task_id=task.id,
-                    context_id=task.context_id,
-                    artifact=artifact,
-                    append=append or None,
-                    last_chunk=last_chunk or None,
-                )
-            )
-        )
-        if event is None or event.artifact_update is None:
-            return
-        artifacts = with_artifact(self._task.artifacts or [], event.artifact_update)
-        self._task = self._task.model_copy(update={"artifacts": artifacts})
-        self._publish(event)
 
     async def reply_directly(self, parts: list[Part]) -> None:
         """The backend answered the first turn with a Message: no task remains (it is deleted

@@ -19,6 +19,27 @@ from core.wire.models import Task, TaskPushNotificationConfig
 TaskLoader = Callable[[str, str], Awaitable[Task]]
 
 
+async def vet_config(push: PushDispatcher, config: TaskPushNotificationConfig, field: str) -> None:
+    """Refuse a config that could not be delivered safely (a header injection, a target the
+    guard refuses), naming the offending field (`field` prefixes its name)."""
+    auth = config.authentication
+    for name, value in (
+        ("token", config.token),
+        ("authentication.scheme", auth.scheme if auth else None),
+        ("authentication.credentials", auth.credentials if auth else None),
+    ):
+        if value and ("\r" in value or "\n" in value):
+            path = f"{field}.{name}" if field else name
+            raise InvalidParamsError(
+                f"{path} must not contain line breaks", violations=[(path, "line break")]
+            )
+    path = f"{field}.url" if field else "url"
+    try:
+        await push.sender.vet(config.url)
+    except PushTargetRefusedError as exc:
+        raise InvalidParamsError(f"{path}: {exc}", violations=[(path, str(exc))]) from exc
+
+
 class PushConfigs:
     """`load(principal, task_id)` raises TaskNotFound for a task the principal cannot see."""
 
@@ -33,23 +54,7 @@ class PushConfigs:
 
     async def vet(self, config: TaskPushNotificationConfig, field: str) -> None:
         """Refuse a config that could not be delivered safely, naming the offending field."""
-        push = self._require_push()
-        auth = config.authentication
-        for name, value in (
-            ("token", config.token),
-            ("authentication.scheme", auth.scheme if auth else None),
-            ("authentication.credentials", auth.credentials if auth else None),
-        ):
-            if value and ("\r" in value or "\n" in value):
-                path = f"{field}.{name}" if field else name
-                raise InvalidParamsError(
-                    f"{path} must not contain line breaks", violations=[(path, "line break")]
-                )
-        path = f"{field}.url" if field else "url"
-        try:
-            await push.sender.vet(config.url)
-        except PushTargetRefusedError as exc:
-            raise InvalidParamsError(f"{path}: {exc}", violations=[(path, str(exc))]) from exc
+        await vet_config(self._require_push(), config, field)
 
     async def create(
         self,

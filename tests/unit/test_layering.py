@@ -97,15 +97,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 NOT_YET: dict[tuple[str, str], str] = {
     **dict.fromkeys(
         [
-            ("core/engine/admission.py", "core.push"),
-            ("core/engine/lifecycle.py", "core.push"),
-            ("core/engine/queries.py", "core.push"),
-            ("core/engine/service.py", "core.push"),
-        ],
-        "push plugs into the engine through its extension seam",
-    ),
-    **dict.fromkeys(
-        [
             ("core/storage/kinds.py", "core.settings"),
         ],
         "take their own config section, built by the daemon",

@@ -13,13 +13,13 @@ import structlog
 from core.backend import Backend, Turn, new_error_id, with_error_id
 from core.backend.control import Capabilities, Steerable, SteerRefusedError
 from core.engine.queries import LiveRuns, TaskQueries
-from core.engine.run_state import RunState
+from core.engine.run_state import IllegalTransitionError, RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.content import part_to_content
 from core.engine.turn.guard import backend_call
-from core.engine.wrapper_section import WRAPPER_METADATA_KEY
+from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
-from core.wire.models import Message, Metadata
+from core.wire.models import Message
 
 log = structlog.get_logger(__name__)
 
@@ -36,11 +36,17 @@ def _not_running(task_id: str, state: str) -> UnsupportedOperationError:
     )
 
 
+_STEERABLE = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+
+
 def _running(run: TaskRun) -> Turn | None:
-    """The run's turn while it runs (not queued, paused or stopping), with its bound session
-    and its workspace: what `steer` is given."""
+    """The run's turn while it runs (not queued, paused or stopping, nor ending: its task not
+    past WORKING; run_state.NOTE_LEGAL), with its bound session and its workspace: what
+    `steer` is given."""
     turn = run.turn
     if run.state is not RunState.RUNNING or turn is None:
+        return None
+    if run.task.status.state not in _STEERABLE:
         return None
     return replace(turn, session_id=run.session_id or turn.session_id)
 
@@ -89,11 +95,14 @@ class Steering:
         if _running(run) is None:
             # The turn ended while the agent took it: nothing can show it was steered.
             raise _not_running(run.task.id, "ending")
-        # The message joins the stored history; a WORKING note (like progress: the task's
-        # status is not moved) says it was steered.
-        await run.noted(user=message.model_copy(update={"context_id": run.task.context_id}))
-        steered: Metadata = {WRAPPER_METADATA_KEY: {"steered": message.message_id}}
-        await run.progress(STEERED_NOTE, metadata=steered)
+        # The message joins the stored history; a WORKING update says it was steered (the
+        # task's state is not moved: a note, run_state.NOTE_LEGAL).
+        user = message.model_copy(update={"context_id": run.task.context_id})
+        try:
+            await run.steered(user, STEERED_NOTE)
+        except IllegalTransitionError:
+            # The turn ended while the agent took it (its task left WORKING meanwhile).
+            raise _not_running(run.task.id, "ending") from None
 
     async def _steer(self, turn: Turn, message: Message) -> None:
         backend = self._backend

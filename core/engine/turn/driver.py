@@ -20,7 +20,6 @@ from core.engine.turn.plugins import NO_TURN_HOOKS, StopTurnError, TurnHooks
 from core.engine.turn.runner import ApprovalTimeoutError, IdleTimeoutError, TurnRunner
 from core.sessions.manager import Lease, SessionManager
 from core.wire.base import utcnow
-from core.wire.enums import TaskState
 from core.wire.errors import StorageUnavailableError
 from core.wire.models import Part
 
@@ -59,7 +58,7 @@ async def fail_crashed(run: TaskRun) -> None:
     text = with_error_id("The daemon failed while running this task", error_id)
     with anyio.CancelScope(shield=True):
         try:
-            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+            await run.fail(agent_message(run.task, [Part(text=text)]))
         except Exception:
             log.exception("turn.crash_not_recorded", error_id=error_id, task_id=run.task.id)
 
@@ -110,9 +109,7 @@ class TurnDriver:
             refusal = await self._hooks.refusal(turn)
             if refusal is not None:
                 log.info("turn.refused", task_id=run.task.id)
-                await run.set_status(
-                    TaskState.REJECTED, agent_message(run.task, [Part(text=refusal)])
-                )
+                await run.reject(agent_message(run.task, [Part(text=refusal)]))
                 return
             lease = await self._sessions.begin(
                 run.principal,
@@ -138,9 +135,7 @@ class TurnDriver:
                 except StopTurnError as exc:
                     # Nothing of the turn ran (its workspace could not be made ready, say).
                     log.info("turn.not_prepared", task_id=run.task.id, reason=exc.reason)
-                    await run.set_status(
-                        TaskState.FAILED, agent_message(run.task, [Part(text=exc.reason)])
-                    )
+                    await run.fail(agent_message(run.task, [Part(text=exc.reason)]))
                     return
                 if prepared.cwd is not None and prepared.session_id is not None:
                     # The resume command goes through the context's workspace.
@@ -193,7 +188,7 @@ class TurnDriver:
             text = with_error_id("The agent failed", error_id)
             if self._debug_errors:
                 text += f" {type(exc).__name__}: {exc}"
-            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+            await run.fail(agent_message(run.task, [Part(text=text)]))
             return None
         if deadline.cancelled_caught:
             return turn_timeout_reason(self._turn_timeout or 0)
@@ -227,7 +222,7 @@ class TurnDriver:
         )
         if run.stop_reason is None:
             message = agent_message(run.task, [Part(text=unconfirmed)]) if unconfirmed else None
-            await run.set_status(TaskState.CANCELED, message)
+            await run.cancel(message)
         else:
             text = f"{run.stop_reason} {unconfirmed}" if unconfirmed else run.stop_reason
-            await run.set_status(TaskState.FAILED, agent_message(run.task, [Part(text=text)]))
+            await run.fail(agent_message(run.task, [Part(text=text)]))

@@ -19,10 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from anyio.abc import TaskStatus
+
 from core.backend import ArtifactOut, Turn, Usage
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.policy import NO_HOOKS, Hooks
-from core.wire.models import Message
+from core.engine.task_run import Notify, TaskRun
+from core.storage.push import StoredConfig
+from core.wire.models import Message, StreamResponse, TaskPushNotificationConfig
 
 
 class StopTurnError(Exception):
@@ -137,6 +141,30 @@ def chain(*hooks: TurnHooks) -> TurnHooks:
     return hooks[0] if len(hooks) == 1 else ChainedTurnHooks(hooks)
 
 
+class TaskPush(Protocol):
+    """Push notifications as the engine sees them (core/push/plugin.py)."""
+
+    def notify(self, run: TaskRun, event: StreamResponse) -> None:
+        """Each event a run publishes, after its subscribers; never waits."""
+
+    async def vet(self, config: TaskPushNotificationConfig, field: str) -> None:
+        """Refuse (InvalidParamsError naming `field`) an inline config of a message, before
+        anything of the message is stored."""
+
+    async def put(self, stored: StoredConfig) -> None:
+        """Store the inline config of an admitted message's task."""
+
+    async def open(self) -> None: ...
+
+    async def serve(self, *, task_status: TaskStatus[None] = ...) -> None:
+        """Deliver until cancelled (in the engine's task group)."""
+
+    async def flush(self) -> None:
+        """Return once every event notified so far has reached the outbox."""
+
+    async def close(self) -> None: ...
+
+
 class TurnBudget(Protocol):
     """What admission reserves for a turn (the budgets: core/usage/budgets.py)."""
 
@@ -165,13 +193,17 @@ class Plugins:
     """Everything that extends the engine: `turn` (workspaces, budgets: the check of a
     message before it is stored, then each turn's four points), the user's policy `hooks`
     (`hooks.*`: before a turn, on each event, after it; they run outside TaskRun's
-    transitions), the `observer` of each turn (metrics, traces), and the `budget` a turn
-    reserves as it is admitted."""
+    transitions), the `observer` of each turn (metrics, traces), the `budget` a turn
+    reserves as it is admitted, who else hears each event a run publishes (`published`:
+    after its subscribers, never waiting; the other replicas' watchers), and `push`
+    notifications (None: push is off, and a message with a push config is refused)."""
 
     turn: TurnHooks = NO_TURN_HOOKS
     hooks: Hooks = NO_HOOKS
     observer: TurnObserver = NO_OBSERVER
     budget: TurnBudget = NO_BUDGET
+    published: Notify | None = None
+    push: TaskPush | None = None
 
 
 NO_PLUGINS = Plugins()

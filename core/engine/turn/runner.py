@@ -55,7 +55,6 @@ from core.wire.models import Artifact, Part
 
 log = structlog.get_logger(__name__)
 
-_FAILED_STATE = {"rejected": TaskState.REJECTED}
 
 OutputMode = Literal["final", "stream"]
 # Events after which nothing slow follows: a streamed chunk held back may wait through them, so
@@ -205,7 +204,7 @@ class TurnRunner:
             message = agent_message(run.task, [Part(text=text)])
         await self._report(run, turn)
         self.credentials.accepted()
-        await run.set_status(TaskState.COMPLETED, message)
+        await run.complete(message)
 
     async def _report(self, run: TaskRun, turn: Turn) -> None:
         """What the turn hooks add as the agent ends the turn (the workspace's changes)."""
@@ -280,15 +279,14 @@ class TurnRunner:
             case DirectReply(parts=parts):
                 reply = agent_message(run.task, [content_to_part(c) for c in parts])
                 await self._report(run, turn)
-                await run.set_status(TaskState.COMPLETED, reply)
+                await run.complete(reply)
                 return True
             case ApprovalRequest():
                 await self._await_approval(run, event)
             case NeedsInput(question=question, kind=kind):
-                state = TaskState.AUTH_REQUIRED if kind == "auth" else TaskState.INPUT_REQUIRED
                 message = agent_message(run.task, [Part(text=question)]) if question else None
                 await self._report(run, turn)
-                await run.set_status(state, message)
+                await (run.ask_auth if kind == "auth" else run.ask)(message)
                 return True
             case SessionReset(reason=reason):
                 run.record_sections({"context_reset": True, "reset_reason": reason})
@@ -301,17 +299,17 @@ class TurnRunner:
     async def _failed(self, run: TaskRun, event: Failed) -> None:
         """End the task on `event`: a provider's refusal says its kind in `a2aWrapper.error`;
         refused credentials leave the task AUTH_REQUIRED with the backend's fix."""
-        state = _FAILED_STATE.get(event.kind, TaskState.FAILED)
+        outcome = run.reject if event.kind == "rejected" else run.fail
         text = event.message
         if event.kind in UPSTREAM_KINDS:
             run.record_sections({"error": error_section(event)})
         if event.kind == "auth":
-            state = TaskState.AUTH_REQUIRED
+            outcome = run.ask_auth
             text = with_fix(text, credentials_fix(self._backend), event.error_id)
             self.credentials.refused(event.error_id)
         elif event.kind in UPSTREAM_KINDS:
             self.credentials.accepted()  # the provider took them, and refused for another reason
-        await run.set_status(state, agent_message(run.task, [Part(text=text)]))
+        await outcome(agent_message(run.task, [Part(text=text)]))
 
     def _note(
         self, event: Progress | Reasoning | ToolCall | ToolResult | FileChange, answer: _Answer
@@ -374,7 +372,7 @@ class TurnRunner:
 
     async def _working(self, run: TaskRun) -> None:
         if run.task.status.state != TaskState.WORKING:
-            await run.set_status(TaskState.WORKING)
+            await run.work()
 
     def resume_command(self, session_id: str | None, cwd: Path | None = None) -> str | None:
         """How to open the session in a terminal (from the backend), if it says; from `cwd`,
