@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.client.control import URI as CONTROL_URI
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.wire import V1, call, user_message
 
@@ -35,7 +36,10 @@ async def test_required_extension_requested(ext_client: Client, header: str) -> 
 
 async def test_card_declares_extensions(ext_client: Client) -> None:
     card = await (await ext_client.get("/.well-known/agent-card.json")).json()
-    assert card["capabilities"]["extensions"] == [{"uri": EXT, "required": True}]
+    extensions = card["capabilities"]["extensions"]
+    assert extensions[0] == {"uri": EXT, "required": True}
+    # Then ours, which no client needs to know (docs/extensions/conversation-control.md).
+    assert [(e["uri"], e["required"]) for e in extensions[1:]] == [(CONTROL_URI, False)]
 
 
 @pytest.mark.parametrize(

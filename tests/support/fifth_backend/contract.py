@@ -1,6 +1,8 @@
 """The fifth backend as a target of the contract suite (tests/contract), installed the way any
 backend package adds its own: `fifth = "tests.support.fifth_backend.contract:TARGET"` in the
-entry-point group `a2a_wrapper.contract_targets`. It lacks no capability: every case runs."""
+entry-point group `a2a_wrapper.contract_targets`. It declares no conversation control, so it
+lacks steer, fork, a per-message model and readOnly (their refusal cases run on it); every other
+case runs."""
 
 from __future__ import annotations
 
@@ -39,4 +41,5 @@ TARGET = BackendTarget(
     approval_command=approval_command,
     marker_outside=False,
     check_question=check_question,
+    lacks=frozenset({"steer", "fork", "model", "readOnly"}),
 )
