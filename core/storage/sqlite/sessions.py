@@ -161,7 +161,7 @@ class SqliteSessionStore:
                 params,
             )
 
-        return self._db.run(write)
+        return self._db.run(write, one_statement=True)
 
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -178,7 +178,7 @@ class SqliteSessionStore:
                 ),
             )
 
-        await self._db.run(write)
+        await self._db.run(write, one_statement=True)
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
         def remove(conn: sqlite3.Connection) -> bool:

@@ -113,7 +113,7 @@ class SqliteTaskStore:
             if not written:
                 raise StaleWriteError
 
-        return self._db.run(write)
+        return self._db.run(write, one_statement=True)
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
         return decode_task(self._db.unreadable, principal, task_id, body)
