@@ -13,8 +13,8 @@ from typing import Any
 
 import jsonschema
 
-from examples.crew.changes import CHANGES_ARTIFACT
-from examples.crew.template import Output
+from examples.crew.plan.changes import CHANGES_ARTIFACT
+from examples.crew.plan.template import Output
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n\s*```", re.S)
 
