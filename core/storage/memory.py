@@ -23,17 +23,21 @@ from core.storage.rows import decode_cursor, encode_cursor, failed_by_restart, s
 from core.wire.models import Task
 
 
-class InMemoryTaskStore:
-    """A dict of snapshots; same semantics as the SQLite store, nothing survives the process."""
-
-    def __init__(self) -> None:
-        self._tasks: dict[tuple[str, str], Task] = {}
+class MemoryStore:
+    """Nothing to open or close: the records are this object's."""
 
     async def open(self) -> None:
         return None
 
     async def close(self) -> None:
         return None
+
+
+class InMemoryTaskStore(MemoryStore):
+    """A dict of snapshots; same semantics as the SQLite store, nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[tuple[str, str], Task] = {}
 
     async def probe(self) -> None:
         return None
@@ -92,16 +96,10 @@ class InMemoryTaskStore:
         return len(old)
 
 
-class InMemorySessionStore:
+class InMemorySessionStore(MemoryStore):
     def __init__(self) -> None:
         self._records: dict[tuple[str, str], SessionRecord] = {}
         self._tombstones: dict[tuple[str, str], datetime] = {}
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
     async def get(self, principal: str, context_id: str) -> SessionRecord | None:
         return self._records.get((principal, context_id))
@@ -156,15 +154,9 @@ class InMemorySessionStore:
         return len(self._records)
 
 
-class InMemoryWorkspaceStore:
+class InMemoryWorkspaceStore(MemoryStore):
     def __init__(self) -> None:
         self._workspaces: dict[tuple[str, str], WorkspaceRecord] = {}
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
     async def get(self, principal: str, context_id: str) -> WorkspaceRecord | None:
         return self._workspaces.get((principal, context_id))
@@ -179,17 +171,11 @@ class InMemoryWorkspaceStore:
         return sorted(self._workspaces.values(), key=lambda r: r.created_at)
 
 
-class InMemoryPushStore:
+class InMemoryPushStore(MemoryStore):
     def __init__(self) -> None:
         self._configs: dict[tuple[str, str, str], StoredConfig] = {}
         self._outbox: dict[int, Delivery] = {}
         self._seq = 0
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
     async def put_config(self, stored: StoredConfig) -> None:
         key = (stored.principal, stored.task_id, stored.id)
@@ -237,15 +223,9 @@ class InMemoryPushStore:
         self._outbox.pop(seq, None)
 
 
-class InMemoryUsageStore:
+class InMemoryUsageStore(MemoryStore):
     def __init__(self) -> None:
         self._rows: list[TurnUsage] = []
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
     def add(self, usage: TurnUsage) -> Queued[None]:
         self._rows.append(usage)

@@ -4,9 +4,9 @@ Calls are serialised through a capacity limiter of one, so the connection is nev
 threads at once and the event loop never waits on disk. Calls made while a batch is on the
 worker thread wait and then run together, in order, in one transaction (group commit: one
 thread hop and one commit for all of them), each in a savepoint of its own, so one call's
-failure undoes only that call. The daemon's task, session and push stores share one
-`SqliteDatabase` (one connection), so a turn's final task write and its session bookkeeping,
-made together, share a transaction.
+failure undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
+share one `SqliteDatabase` (one connection), so a turn's final task write and its session
+bookkeeping, made together, share a transaction.
 
 A row that cannot be decoded (written by a faulty or another version, or edited by hand) is
 never fatal: the stores skip it (or answer "not found" for it) and report it with
