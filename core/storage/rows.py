@@ -22,6 +22,9 @@ from core.wire.models import Message, Part, Task, TaskPushNotificationConfig, Ta
 ROW_ERRORS = (ValueError, TypeError, KeyError)
 
 
+# ----- tasks -------------------------------------------------------------------------------
+
+
 def sort_key(task: Task) -> tuple[str, str]:
     ts = task.status.timestamp
     return (format_timestamp(ts) if ts else "", task.id)
@@ -83,7 +86,7 @@ def failed_by_restart(task: Task, reason: str) -> Task:
     )
 
 
-# ----- usage -----
+# ----- usage rows --------------------------------------------------------------------------
 
 USAGE_COLUMNS = (
     "task_id, principal, context_id, at, input_tokens, output_tokens, cache_read_tokens, "
@@ -120,7 +123,7 @@ def _count(value: object) -> int:
     return value
 
 
-# ----- push -----
+# ----- push configs and deliveries ---------------------------------------------------------
 
 
 def config_json(config: TaskPushNotificationConfig) -> str:
