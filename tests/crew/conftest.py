@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from examples.crew.ledger.ledger import Ledger
 from examples.crew.plan.plan import Plan, parse_plan
 from examples.crew.run.job import JobResult, run_job
