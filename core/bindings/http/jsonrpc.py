@@ -96,7 +96,10 @@ async def _dispatch(request: web.Request, rpc: RpcRequest, method: Bound | None)
         raise MethodNotFoundError(f"Method not found: {rpc.method}")
     require(request_version(request), method.codec.version)
     check_extensions(request, request.app[CARD].required_extensions)
-    return await method(call_for(request, rpc.params))
+    call = call_for(request, rpc.params)
+    if method.method.push:
+        call.ops.require_push()
+    return await method.method.run(call, method.codec)
 
 
 def _error_frame(request_id: RequestId, exc: Exception, codec: Codec, debug: bool) -> bytes:

@@ -6,8 +6,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
+from pydantic import ValidationError
+
 from core.wire.codecs.codec import Out, Params, encoded, parse
-from core.wire.errors import DaemonError, Dialect, InvalidParamsError, jsonrpc_error, rest_error
+from core.wire.errors import (
+    DaemonError,
+    Dialect,
+    InvalidParamsError,
+    from_validation,
+    jsonrpc_error,
+    rest_error,
+)
 from core.wire.jsonrpc import Encoded
 from core.wire.models import (
     CancelTaskRequest,
@@ -37,7 +46,11 @@ class V1Codec:
     error_event: str | None = "error"
 
     def send_in(self, params: Params) -> SendMessageRequest:
-        return parse(SendMessageRequest, params)
+        # `parse` inlined: this is every send's path.
+        try:
+            return SendMessageRequest.model_validate(params)
+        except ValidationError as exc:
+            raise from_validation(exc) from exc
 
     def get_task_in(self, params: Params) -> GetTaskRequest:
         return parse(GetTaskRequest, params)
