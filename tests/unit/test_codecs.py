@@ -162,3 +162,11 @@ def test_a_proto_send_is_non_blocking_unless_it_says_blocking() -> None:
 def test_bad_params_are_invalid_params_in_every_codec(codec: Codec) -> None:
     with pytest.raises(InvalidParamsError):
         codec.send_in({"message": {"messageId": "m", "role": "user", "parts": []}})
+
+
+@pytest.mark.parametrize("value", [100, True, ["2026-01-01T00:00:00Z"], "yesterday"])
+def test_a_timestamp_that_is_not_rfc3339_is_invalid_params(value: Any) -> None:
+    """Found by tests/protocol/test_fuzz.py: a number was an internal error."""
+    with pytest.raises(InvalidParamsError) as caught:
+        v1.CODEC.list_tasks_in({"statusTimestampAfter": value})
+    assert caught.value.violations[0][0] == "statusTimestampAfter"
