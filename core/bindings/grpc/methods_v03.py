@@ -1,6 +1,6 @@
 """The v0.3 gRPC operations (`a2a.v1.A2AService` of the v0.3 proto): params are the v0.3
 ProtoJSON of each request (resource names such as `tasks/{id}`), results the v0.3 ProtoJSON
-the v0.3 HTTP+JSON binding also sends (`core.wire.v03_rest`)."""
+the v0.3 HTTP+JSON binding also sends (`core.wire.codecs.v03.PROTO`)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from functools import partial
 from typing import Any
 
 from core.api.calls import Call, Streaming, encoded, parse
-from core.api.methods_v1 import Handler, Result, require_push
-from core.wire import v03_rest
+from core.api.methods import Handler, Result, require_push
+from core.wire.codecs.v03 import PROTO as v03_rest
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
     Message,
     SendMessageRequest,
-    TaskPushNotificationConfig,
 )
 
 
@@ -32,7 +31,7 @@ def _resource(call: Call, key: str) -> list[str]:
 
 
 def _send_request(call: Call) -> SendMessageRequest:
-    return parse(SendMessageRequest, v03_rest.send_body_in(call.params))
+    return v03_rest.send_in(call.params)
 
 
 async def send_message(call: Call) -> Result:
@@ -71,7 +70,7 @@ async def task_subscription(call: Call) -> Result:
 async def create_push_config(call: Call) -> Result:
     require_push(call)
     [task_id, *_] = _resource(call, "parent")
-    config = parse(TaskPushNotificationConfig, v03_rest.push_config_body_in(call.params, task_id))
+    config = v03_rest.push_config_in({**call.params, "taskId": task_id})
     created = await call.ops.create_push_config(
         call.principal, config, version="0.3", field="pushNotificationConfig"
     )

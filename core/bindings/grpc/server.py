@@ -28,7 +28,7 @@ from anyio.abc import TaskStatus
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from core.api import methods_v1
+from core.api import methods
 from core.api.calls import Call, Streaming
 from core.api.card import CardProvider, CardView
 from core.api.errors import as_daemon_error
@@ -66,7 +66,7 @@ class _Unauthenticated(Exception):
 class _Method:
     name: str
     descriptor: MethodDescriptor
-    handler: methods_v1.Handler
+    handler: methods.Handler
     version: Version
     decode: Callable[[bytes], Message]
 
@@ -150,7 +150,7 @@ class GrpcBinding:
         return streaming
 
     def _service_handler(
-        self, service: ServiceDescriptor, table: Mapping[str, methods_v1.Handler], version: Version
+        self, service: ServiceDescriptor, table: Mapping[str, methods.Handler], version: Version
     ) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for descriptor in service.methods:
@@ -183,7 +183,7 @@ class GrpcBinding:
         )
         server.add_generic_rpc_handlers(
             (
-                self._service_handler(V1_SERVICE, methods_v1.METHODS, V1_0),
+                self._service_handler(V1_SERVICE, methods.GRPC_V1, V1_0),
                 self._service_handler(V03_SERVICE, methods_v03.METHODS, V0_3),
                 _UnknownMethods(self._logs),
             )
@@ -225,13 +225,13 @@ class _UnknownMethods(grpc.GenericRpcHandler):
         self._logs.note("grpc.unknown_method", method=method)
 
 
-def _single(result: methods_v1.Result) -> object:
+def _single(result: methods.Result) -> object:
     if isinstance(result, Streaming):
         raise InternalError("a unary method answered with a stream")
     return result
 
 
-def _events(result: methods_v1.Result) -> AsyncIterator[dict[str, Any]]:
+def _events(result: methods.Result) -> AsyncIterator[dict[str, Any]]:
     if not isinstance(result, Streaming):
         raise InternalError("a streaming method answered with one result")
     return result.events
