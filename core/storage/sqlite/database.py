@@ -3,8 +3,9 @@
 Calls are serialised through a capacity limiter of one, so the connection is never used by two
 threads at once and the event loop never waits on disk. Calls made while a batch is on the
 worker thread wait and then run together, in order, in one transaction (group commit: one
-thread hop and one commit for all of them), each in a savepoint of its own, so one call's
-failure undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
+thread hop and one commit for all of them), each in a savepoint of its own (a call of one
+SQL statement needs none: SQLite undoes a failed statement itself), so one call's failure
+undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
 share one `SqliteDatabase` (one connection), so a turn's final task write and its session
 bookkeeping, made together, share a transaction.
 
