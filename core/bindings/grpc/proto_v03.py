@@ -1,0 +1,278 @@
+"""The v0.3 protobuf (`a2a.v1` of the v0.3 proto) <-> our v1 wire models, field by field.
+
+The v0.3 rules are the v0.3 HTTP+JSON codec's (`core.wire.v03_rest`, itself the ProtoJSON of
+this proto): `content` holds a message's parts, a file part's bytes or URI sit in `FilePart`,
+a data part's object in `DataPart`, `TASK_STATE_CANCELLED` is spelt with two Ls, resources
+are named `tasks/{id}[/pushNotificationConfigs/{configId}]`, and `final` marks the status
+event after which the stream closes. Bad input gets the errors that codec gives.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from core.api.calls import parse
+from core.bindings.grpc.proto_v1 import enum_in, put, struct_in, struct_out, timestamp_out
+from core.bindings.grpc.protos import v03_pb2 as pb
+from core.wire.enums import Role, TaskState
+from core.wire.errors import InvalidParamsError
+from core.wire.models import (
+    Artifact,
+    Message,
+    Part,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskStatus,
+)
+from core.wire.v03 import DATA_COMPAT_KEY, is_final
+
+# ----- decoding -------------------------------------------------------------------------------
+
+
+def _missing(field: str, why: str) -> InvalidParamsError:
+    """A part without content could be stored but never read back."""
+    return InvalidParamsError(f"Invalid params: {field}: {why}", violations=[(field, why)])
+
+
+def resource(name: str, key: str) -> list[str]:
+    """`tasks/{id}[/pushNotificationConfigs[/{configId}]]` -> [id, configId?]."""
+    pieces = name.split("/") if name else []
+    if len(pieces) < 2 or pieces[0] != "tasks" or not pieces[1]:
+        raise InvalidParamsError(
+            f"{key} must be a resource name like tasks/{{id}}", violations=[(key, "invalid")]
+        )
+    return [pieces[1], *pieces[3:4]]
+
+
+def part_in(part: pb.Part, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if part.HasField("metadata"):
+        out["metadata"] = struct_in(part.metadata)
+    kind = part.WhichOneof("part")
+    if kind == "text":
+        out["text"] = part.text
+    elif kind == "file":
+        file = part.file
+        which = file.WhichOneof("file")
+        if which == "file_with_bytes":
+            out["raw"] = base64.b64encode(file.file_with_bytes).decode("ascii")
+        elif which == "file_with_uri":
+            out["url"] = file.file_with_uri
+        else:
+            raise _missing(f"{where}.file", "a file part needs its bytes or its uri")
+        put(out, "filename", file.name)
+        put(out, "mediaType", file.mime_type)
+    elif kind == "data":
+        data: Any = struct_in(part.data.data)
+        metadata = out.get("metadata")
+        if isinstance(metadata, dict) and metadata.get(DATA_COMPAT_KEY):
+            data = data.get("value")
+        if data is None:
+            raise _missing(f"{where}.data", "a data part needs a value other than null")
+        out["data"] = data
+    else:
+        raise InvalidParamsError(
+            "Unsupported part kind None", violations=[(f"{where}.kind", "unsupported kind")]
+        )
+    return out
+
+
+def message_in(message: pb.Message) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    put(out, "messageId", message.message_id)
+    put(out, "contextId", message.context_id)
+    put(out, "taskId", message.task_id)
+    if message.HasField("metadata"):
+        out["metadata"] = struct_in(message.metadata)
+    put(out, "extensions", list(message.extensions))
+    if message.role:
+        out["role"] = enum_in(pb.Role, message.role)
+    if message.content:
+        out["parts"] = [
+            part_in(part, f"message.parts.{i}") for i, part in enumerate(message.content)
+        ]
+    return out
+
+
+def push_config_in(config: pb.PushNotificationConfig, task_id: str | None) -> dict[str, Any]:
+    """v0.3 `PushNotificationConfig` -> v1 flat config: the first of
+    `authentication.schemes` becomes `authentication.scheme`."""
+    out: dict[str, Any] = {}
+    put(out, "id", config.id)
+    put(out, "url", config.url)
+    put(out, "token", config.token)
+    if task_id is not None:
+        out["taskId"] = task_id
+    if config.HasField("authentication"):
+        auth = config.authentication
+        if not auth.schemes:
+            raise InvalidParamsError(
+                "authentication.schemes must name at least one scheme",
+                violations=[("pushNotificationConfig.authentication.schemes", "required")],
+            )
+        out["authentication"] = {"scheme": auth.schemes[0]}
+        put(out["authentication"], "credentials", auth.credentials)
+    return out
+
+
+def send_request(request: pb.SendMessageRequest) -> SendMessageRequest:
+    out: dict[str, Any] = {
+        "message": message_in(request.request) if request.HasField("request") else None
+    }
+    if request.HasField("metadata"):
+        out["metadata"] = struct_in(request.metadata)
+    if request.HasField("configuration"):
+        config = request.configuration
+        v1: dict[str, Any] = {}
+        put(v1, "acceptedOutputModes", list(config.accepted_output_modes))
+        put(v1, "historyLength", config.history_length)  # proto int32: 0 means "no limit"
+        # A proto bool: a configuration that leaves `blocking` out means non-blocking.
+        if not config.blocking:
+            v1["returnImmediately"] = True
+        if config.HasField("push_notification"):
+            v1["taskPushNotificationConfig"] = push_config_in(config.push_notification, None)
+        out["configuration"] = v1
+    return parse(SendMessageRequest, out)
+
+
+def push_config(request: pb.CreateTaskPushNotificationConfigRequest) -> TaskPushNotificationConfig:
+    """The reference client's `{parent, configId, config: {name, pushNotificationConfig}}`."""
+    [task_id, *_] = resource(request.parent, "parent")
+    if not request.config.HasField("push_notification_config"):
+        raise InvalidParamsError(
+            "pushNotificationConfig is required",
+            violations=[("pushNotificationConfig", "required")],
+        )
+    config = push_config_in(request.config.push_notification_config, task_id)
+    if request.config_id and "id" not in config:
+        config["id"] = request.config_id
+    return parse(TaskPushNotificationConfig, config)
+
+
+# ----- encoding -------------------------------------------------------------------------------
+
+
+def state_out(state: TaskState) -> int:
+    name = "TASK_STATE_CANCELLED" if state is TaskState.CANCELED else state.value
+    return pb.TaskState.Value(name)
+
+
+def part_out(target: pb.Part, part: Part) -> None:
+    if part.text is not None:
+        target.text = part.text
+    elif part.raw is not None or part.url is not None:
+        file = target.file
+        if part.raw is not None:
+            file.file_with_bytes = base64.b64decode(part.raw)
+        else:
+            file.file_with_uri = part.url or ""
+        if part.media_type is not None:
+            file.mime_type = part.media_type
+        if part.filename is not None:
+            file.name = part.filename
+    else:
+        data = part.data if isinstance(part.data, dict) else {"value": part.data}
+        struct_out(target.data.data, data)
+    if part.metadata:
+        struct_out(target.metadata, part.metadata)
+
+
+def message_out(target: pb.Message, message: Message) -> pb.Message:
+    target.message_id = message.message_id
+    if message.context_id is not None:
+        target.context_id = message.context_id
+    if message.task_id is not None:
+        target.task_id = message.task_id
+    if message.role is not Role.UNSPECIFIED:
+        target.role = pb.Role.Value(message.role.value)
+    for part in message.parts:
+        part_out(target.content.add(), part)
+    struct_out(target.metadata, message.metadata)
+    target.extensions.extend(message.extensions or ())
+    return target
+
+
+def status_out(target: pb.TaskStatus, status: TaskStatus) -> None:
+    target.state = state_out(status.state)
+    if status.message is not None:
+        message_out(target.update, status.message)
+    timestamp_out(target.timestamp, status.timestamp)
+
+
+def artifact_out(target: pb.Artifact, artifact: Artifact) -> None:
+    target.artifact_id = artifact.artifact_id
+    if artifact.name is not None:
+        target.name = artifact.name
+    if artifact.description is not None:
+        target.description = artifact.description
+    for part in artifact.parts:
+        part_out(target.parts.add(), part)
+    struct_out(target.metadata, artifact.metadata)
+    target.extensions.extend(artifact.extensions or ())
+
+
+def task_out(task: Task, target: pb.Task | None = None) -> pb.Task:
+    out = pb.Task() if target is None else target
+    out.id = task.id
+    out.context_id = task.context_id
+    status_out(out.status, task.status)
+    for artifact in task.artifacts or ():
+        artifact_out(out.artifacts.add(), artifact)
+    for message in task.history or ():
+        message_out(out.history.add(), message)
+    struct_out(out.metadata, task.metadata)
+    return out
+
+
+def send_response(outcome: Task | Message) -> pb.SendMessageResponse:
+    response = pb.SendMessageResponse()
+    if isinstance(outcome, Message):
+        message_out(response.msg, outcome)
+    else:
+        task_out(outcome, response.task)
+    return response
+
+
+def event_out(event: StreamResponse, *, closes_at_interrupt: bool) -> pb.StreamResponse:
+    out = pb.StreamResponse()
+    if event.task is not None:
+        task_out(event.task, out.task)
+    elif event.message is not None:
+        message_out(out.msg, event.message)
+    elif event.status_update is not None:
+        update = event.status_update
+        status = out.status_update
+        status.task_id = update.task_id
+        status.context_id = update.context_id
+        status_out(status.status, update.status)
+        status.final = is_final(update.status.state, closes_at_interrupt=closes_at_interrupt)
+        struct_out(status.metadata, update.metadata)
+    elif event.artifact_update is not None:
+        artifact = event.artifact_update
+        target = out.artifact_update
+        target.task_id = artifact.task_id
+        target.context_id = artifact.context_id
+        artifact_out(target.artifact, artifact.artifact)
+        target.append = bool(artifact.append)
+        target.last_chunk = bool(artifact.last_chunk)
+    return out
+
+
+def push_config_out(
+    config: TaskPushNotificationConfig, target: pb.TaskPushNotificationConfig | None = None
+) -> pb.TaskPushNotificationConfig:
+    out = pb.TaskPushNotificationConfig() if target is None else target
+    out.name = f"tasks/{config.task_id}/pushNotificationConfigs/{config.id}"
+    push = out.push_notification_config
+    push.id = config.id or ""
+    push.url = config.url
+    if config.token is not None:
+        push.token = config.token
+    if config.authentication is not None:
+        push.authentication.schemes.append(config.authentication.scheme)
+        if config.authentication.credentials is not None:
+            push.authentication.credentials = config.authentication.credentials
+    return out
