@@ -9,7 +9,7 @@ message, its keys unknown to the proto dropped.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -46,7 +46,7 @@ Method = Callable[[Caller, Any], Awaitable[Answer]]
 
 
 async def _events(
-    events: AsyncIterator[StreamResponse], encode: Callable[[StreamResponse], Proto]
+    events: AsyncIterable[StreamResponse], encode: Callable[[StreamResponse], Proto]
 ) -> AsyncIterator[Proto]:
     async for event in events:
         yield encode(event)

@@ -10,7 +10,7 @@ event after which the stream closes. Bad input gets the errors that codec gives.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, cast
 
 from core.api.calls import parse
 from core.bindings.grpc.proto_v1 import enum_in, put, struct_in, struct_out, timestamp_out
@@ -155,9 +155,14 @@ def push_config(request: pb.CreateTaskPushNotificationConfigRequest) -> TaskPush
 # ----- encoding -------------------------------------------------------------------------------
 
 
-def state_out(state: TaskState) -> int:
-    name = "TASK_STATE_CANCELLED" if state is TaskState.CANCELED else state.value
-    return pb.TaskState.Value(name)
+ROLES = {role: cast("pb.Role", pb.Role.Value(role.value)) for role in Role}
+STATES = {
+    state: cast(
+        "pb.TaskState",
+        pb.TaskState.Value("TASK_STATE_CANCELLED" if state is TaskState.CANCELED else state.value),
+    )
+    for state in TaskState
+}
 
 
 def part_out(target: pb.Part, part: Part) -> None:
@@ -187,7 +192,7 @@ def message_out(target: pb.Message, message: Message) -> pb.Message:
     if message.task_id is not None:
         target.task_id = message.task_id
     if message.role is not Role.UNSPECIFIED:
-        target.role = pb.Role.Value(message.role.value)
+        target.role = ROLES[message.role]
     for part in message.parts:
         part_out(target.content.add(), part)
     struct_out(target.metadata, message.metadata)
@@ -196,7 +201,7 @@ def message_out(target: pb.Message, message: Message) -> pb.Message:
 
 
 def status_out(target: pb.TaskStatus, status: TaskStatus) -> None:
-    target.state = state_out(status.state)
+    target.state = STATES[status.state]
     if status.message is not None:
         message_out(target.update, status.message)
     timestamp_out(target.timestamp, status.timestamp)

@@ -13,13 +13,14 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import struct_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
 from core.api.calls import parse
 from core.bindings.grpc.protos import v1_pb2 as pb
+from core.wire.enums import Role, TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
     Artifact,
@@ -40,19 +41,23 @@ from core.wire.models import (
     TaskStatusUpdateEvent,
 )
 
+ROLES = {role: cast("pb.Role", pb.Role.Value(role.value)) for role in Role}
+STATES = {state: cast("pb.TaskState", pb.TaskState.Value(state.value)) for state in TaskState}
+
 # ----- JSON values (google.protobuf.Struct / Value) ---------------------------------------------
 
 
 def value_in(value: struct_pb2.Value) -> Any:
-    """A `Value` as JSON; a non-finite number has no JSON form and is refused (ValueError,
-    the binding's ParseError), as ProtoJSON refuses it."""
+    """A `Value` as JSON; a non-finite number has no JSON form and is refused."""
     kind = value.WhichOneof("kind")
     if kind == "string_value":
         return value.string_value
     if kind == "number_value":
         number = value.number_value
         if math.isinf(number) or math.isnan(number):
-            raise ValueError("a Value number must be finite")
+            raise InvalidParamsError(
+                "Invalid params: numbers in JSON values (metadata, data) must be finite"
+            )
         return number
     if kind == "bool_value":
         return value.bool_value
@@ -77,8 +82,9 @@ def value_out(target: struct_pb2.Value, value: Any) -> None:
     elif isinstance(value, str):
         target.string_value = value
     elif isinstance(value, Mapping):
-        target.struct_value.update(value)
+        struct_out(target.struct_value, value)
     else:
+        target.list_value.SetInParent()  # an empty list is still a list
         target.list_value.extend(value)
 
 
@@ -280,7 +286,7 @@ def message_out(target: pb.Message, message: Message) -> pb.Message:
         target.context_id = message.context_id
     if message.task_id is not None:
         target.task_id = message.task_id
-    target.role = pb.Role.Value(message.role.value)
+    target.role = ROLES[message.role]
     parts_out(target.parts, message.parts)
     struct_out(target.metadata, message.metadata)
     target.extensions.extend(message.extensions or ())
@@ -289,7 +295,7 @@ def message_out(target: pb.Message, message: Message) -> pb.Message:
 
 
 def status_out(target: pb.TaskStatus, status: TaskStatus) -> None:
-    target.state = pb.TaskState.Value(status.state.value)
+    target.state = STATES[status.state]
     if status.message is not None:
         message_out(target.message, status.message)
     timestamp_out(target.timestamp, status.timestamp)
