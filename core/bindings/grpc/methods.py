@@ -84,7 +84,7 @@ async def _stream_v1(caller: Caller, request: v1_pb2.SendMessageRequest) -> Answ
 
 async def _get_task_v1(caller: Caller, request: v1_pb2.GetTaskRequest) -> Answer:
     task = await caller.ops.get_task(caller.principal, v1.get_task_request(request))
-    return v1.task_out(v1_pb2.Task(), task)
+    return v1.task_out(task)
 
 
 async def _list_tasks_v1(caller: Caller, request: v1_pb2.ListTasksRequest) -> Answer:
@@ -94,7 +94,7 @@ async def _list_tasks_v1(caller: Caller, request: v1_pb2.ListTasksRequest) -> An
 
 async def _cancel_v1(caller: Caller, request: v1_pb2.CancelTaskRequest) -> Answer:
     task = await caller.ops.cancel_task(caller.principal, v1.cancel_request(request))
-    return v1.task_out(v1_pb2.Task(), task)
+    return v1.task_out(task)
 
 
 async def _subscribe_v1(caller: Caller, request: v1_pb2.SubscribeToTaskRequest) -> Answer:

@@ -10,22 +10,22 @@ event after which the stream closes. Bad input gets the errors that codec gives.
 from __future__ import annotations
 
 import base64
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from core.api.calls import parse
-from core.bindings.grpc.proto_v1 import enum_in, put, struct_in, struct_out, timestamp_out
+from core.bindings.grpc import proto_v1
+from core.bindings.grpc.proto_v1 import enum_in, put, struct_in, struct_out
 from core.bindings.grpc.protos import v03_pb2 as pb
-from core.wire.enums import Role, TaskState
+from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
-    Artifact,
     Message,
     Part,
     SendMessageRequest,
     StreamResponse,
     Task,
     TaskPushNotificationConfig,
-    TaskStatus,
 )
 from core.wire.v03 import DATA_COMPAT_KEY, is_final
 
@@ -155,114 +155,74 @@ def push_config(request: pb.CreateTaskPushNotificationConfigRequest) -> TaskPush
 # ----- encoding -------------------------------------------------------------------------------
 
 
-ROLES = {role: cast("pb.Role", pb.Role.Value(role.value)) for role in Role}
-STATES = {
-    state: cast(
-        "pb.TaskState",
-        pb.TaskState.Value("TASK_STATE_CANCELLED" if state is TaskState.CANCELED else state.value),
-    )
-    for state in TaskState
-}
+class Encoder(proto_v1.Encoder):
+    """v0.3 spells CANCELLED with two Ls, holds a message's parts in `content` and a
+    status's message in `update`, has no reference task ids, and writes a file or a data
+    part in its own message."""
 
+    states: ClassVar[Mapping[TaskState, int]] = {
+        state: pb.TaskState.Value(
+            "TASK_STATE_CANCELLED" if state is TaskState.CANCELED else state.value
+        )
+        for state in TaskState
+    }
+    message_parts = "content"
+    status_message = "update"
+    references = False
 
-def part_out(target: pb.Part, part: Part) -> None:
-    if part.text is not None:
-        target.text = part.text
-    elif part.raw is not None or part.url is not None:
-        file = target.file
-        if part.raw is not None:
-            file.file_with_bytes = base64.b64decode(part.raw)
+    def part(self, target: Any, part: Part) -> None:
+        if part.text is not None:
+            target.text = part.text
+        elif part.raw is not None or part.url is not None:
+            file = target.file
+            if part.raw is not None:
+                file.file_with_bytes = base64.b64decode(part.raw)
+            else:
+                file.file_with_uri = part.url or ""
+            if part.media_type is not None:
+                file.mime_type = part.media_type
+            if part.filename is not None:
+                file.name = part.filename
         else:
-            file.file_with_uri = part.url or ""
-        if part.media_type is not None:
-            file.mime_type = part.media_type
-        if part.filename is not None:
-            file.name = part.filename
-    else:
-        data = part.data if isinstance(part.data, dict) else {"value": part.data}
-        struct_out(target.data.data, data)
-    if part.metadata:
-        struct_out(target.metadata, part.metadata)
+            data = part.data if isinstance(part.data, dict) else {"value": part.data}
+            struct_out(target.data.data, data)
+        if part.metadata:
+            struct_out(target.metadata, part.metadata)
 
 
-def message_out(target: pb.Message, message: Message) -> pb.Message:
-    target.message_id = message.message_id
-    if message.context_id is not None:
-        target.context_id = message.context_id
-    if message.task_id is not None:
-        target.task_id = message.task_id
-    if message.role is not Role.UNSPECIFIED:
-        target.role = ROLES[message.role]
-    for part in message.parts:
-        part_out(target.content.add(), part)
-    struct_out(target.metadata, message.metadata)
-    target.extensions.extend(message.extensions or ())
-    return target
-
-
-def status_out(target: pb.TaskStatus, status: TaskStatus) -> None:
-    target.state = STATES[status.state]
-    if status.message is not None:
-        message_out(target.update, status.message)
-    timestamp_out(target.timestamp, status.timestamp)
-
-
-def artifact_out(target: pb.Artifact, artifact: Artifact) -> None:
-    target.artifact_id = artifact.artifact_id
-    if artifact.name is not None:
-        target.name = artifact.name
-    if artifact.description is not None:
-        target.description = artifact.description
-    for part in artifact.parts:
-        part_out(target.parts.add(), part)
-    struct_out(target.metadata, artifact.metadata)
-    target.extensions.extend(artifact.extensions or ())
+ENCODER = Encoder()
 
 
 def task_out(task: Task, target: pb.Task | None = None) -> pb.Task:
     out = pb.Task() if target is None else target
-    out.id = task.id
-    out.context_id = task.context_id
-    status_out(out.status, task.status)
-    for artifact in task.artifacts or ():
-        artifact_out(out.artifacts.add(), artifact)
-    for message in task.history or ():
-        message_out(out.history.add(), message)
-    struct_out(out.metadata, task.metadata)
+    ENCODER.task(out, task)
     return out
 
 
 def send_response(outcome: Task | Message) -> pb.SendMessageResponse:
     response = pb.SendMessageResponse()
     if isinstance(outcome, Message):
-        message_out(response.msg, outcome)
+        ENCODER.message(response.msg, outcome)
     else:
-        task_out(outcome, response.task)
+        ENCODER.task(response.task, outcome)
     return response
 
 
 def event_out(event: StreamResponse, *, closes_at_interrupt: bool) -> pb.StreamResponse:
+    """As the v0.3 REST codec sends it: `final` on the status event after which the stream
+    closes, and an artifact update without its metadata."""
     out = pb.StreamResponse()
     if event.task is not None:
-        task_out(event.task, out.task)
+        ENCODER.task(out.task, event.task)
     elif event.message is not None:
-        message_out(out.msg, event.message)
+        ENCODER.message(out.msg, event.message)
     elif event.status_update is not None:
         update = event.status_update
-        status = out.status_update
-        status.task_id = update.task_id
-        status.context_id = update.context_id
-        status_out(status.status, update.status)
-        status.final = is_final(update.status.state, closes_at_interrupt=closes_at_interrupt)
-        struct_out(status.metadata, update.metadata)
+        ENCODER.status_update(out.status_update, update)
+        final = is_final(update.status.state, closes_at_interrupt=closes_at_interrupt)
+        out.status_update.final = final
     elif event.artifact_update is not None:
-        artifact = event.artifact_update
-        target = out.artifact_update
-        target.task_id = artifact.task_id
-        target.context_id = artifact.context_id
-        artifact_out(target.artifact, artifact.artifact)
-        target.append = bool(artifact.append)
-        target.last_chunk = bool(artifact.last_chunk)
+        ENCODER.artifact_update(out.artifact_update, event.artifact_update)
     return out
 
 

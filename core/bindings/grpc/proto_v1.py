@@ -13,7 +13,7 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, ClassVar
 
 from google.protobuf import struct_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
@@ -41,8 +41,8 @@ from core.wire.models import (
     TaskStatusUpdateEvent,
 )
 
-ROLES = {role: cast("pb.Role", pb.Role.Value(role.value)) for role in Role}
-STATES = {state: cast("pb.TaskState", pb.TaskState.Value(state.value)) for state in TaskState}
+ROLES = {role: pb.Role.Value(role.value) for role in Role}
+STATES = {state: pb.TaskState.Value(state.value) for state in TaskState}
 
 # ----- JSON values (google.protobuf.Struct / Value) ---------------------------------------------
 
@@ -259,106 +259,118 @@ def push_config_request(
 # ----- encoding -------------------------------------------------------------------------------
 
 
-def part_out(target: pb.Part, part: Part) -> None:
-    if part.text is not None:
-        target.text = part.text
-    elif part.raw is not None:
-        target.raw = base64.b64decode(part.raw)
-    elif part.url is not None:
-        target.url = part.url
-    else:
-        value_out(target.data, part.data)
-    struct_out(target.metadata, part.metadata)
-    if part.filename is not None:
-        target.filename = part.filename
-    if part.media_type is not None:
-        target.media_type = part.media_type
+class Encoder:
+    """Sets a v1 model's fields on the messages of a proto version. Both versions' `Task`,
+    `Artifact`, `TaskStatus` and update events match field for field (enum numbers too); a
+    version's subclass says what differs: how a part is written, and the names of a
+    message's parts and of a status's message."""
+
+    states: ClassVar[Mapping[TaskState, int]] = STATES
+    message_parts = "parts"
+    status_message = "message"
+    references = True  # Message.reference_task_ids
+
+    def part(self, target: Any, part: Part) -> None:
+        if part.text is not None:
+            target.text = part.text
+        elif part.raw is not None:
+            target.raw = base64.b64decode(part.raw)
+        elif part.url is not None:
+            target.url = part.url
+        else:
+            value_out(target.data, part.data)
+        struct_out(target.metadata, part.metadata)
+        if part.filename is not None:
+            target.filename = part.filename
+        if part.media_type is not None:
+            target.media_type = part.media_type
+
+    def parts(self, target: Any, parts: Sequence[Part]) -> None:
+        for part in parts:
+            self.part(target.add(), part)
+
+    def message(self, target: Any, message: Message) -> None:
+        target.message_id = message.message_id
+        if message.context_id is not None:
+            target.context_id = message.context_id
+        if message.task_id is not None:
+            target.task_id = message.task_id
+        target.role = ROLES[message.role]  # UNSPECIFIED is 0: left out
+        self.parts(getattr(target, self.message_parts), message.parts)
+        struct_out(target.metadata, message.metadata)
+        target.extensions.extend(message.extensions or ())
+        if self.references and message.reference_task_ids:
+            target.reference_task_ids.extend(message.reference_task_ids)
+
+    def status(self, target: Any, status: TaskStatus) -> None:
+        target.state = self.states[status.state]
+        if status.message is not None:
+            self.message(getattr(target, self.status_message), status.message)
+        timestamp_out(target.timestamp, status.timestamp)
+
+    def artifact(self, target: Any, artifact: Artifact) -> None:
+        target.artifact_id = artifact.artifact_id
+        if artifact.name is not None:
+            target.name = artifact.name
+        if artifact.description is not None:
+            target.description = artifact.description
+        self.parts(target.parts, artifact.parts)
+        struct_out(target.metadata, artifact.metadata)
+        target.extensions.extend(artifact.extensions or ())
+
+    def task(self, target: Any, task: Task) -> None:
+        target.id = task.id
+        target.context_id = task.context_id
+        self.status(target.status, task.status)
+        for artifact in task.artifacts or ():
+            self.artifact(target.artifacts.add(), artifact)
+        for message in task.history or ():
+            self.message(target.history.add(), message)
+        struct_out(target.metadata, task.metadata)
+
+    def status_update(self, target: Any, event: TaskStatusUpdateEvent) -> None:
+        target.task_id = event.task_id
+        target.context_id = event.context_id
+        self.status(target.status, event.status)
+        struct_out(target.metadata, event.metadata)
+
+    def artifact_update(self, target: Any, event: TaskArtifactUpdateEvent) -> None:
+        target.task_id = event.task_id
+        target.context_id = event.context_id
+        self.artifact(target.artifact, event.artifact)
+        target.append = bool(event.append)
+        target.last_chunk = bool(event.last_chunk)
 
 
-def parts_out(target: Any, parts: Sequence[Part]) -> None:
-    for part in parts:
-        part_out(target.add(), part)
+ENCODER = Encoder()
 
 
-def message_out(target: pb.Message, message: Message) -> pb.Message:
-    target.message_id = message.message_id
-    if message.context_id is not None:
-        target.context_id = message.context_id
-    if message.task_id is not None:
-        target.task_id = message.task_id
-    target.role = ROLES[message.role]
-    parts_out(target.parts, message.parts)
-    struct_out(target.metadata, message.metadata)
-    target.extensions.extend(message.extensions or ())
-    target.reference_task_ids.extend(message.reference_task_ids or ())
-    return target
-
-
-def status_out(target: pb.TaskStatus, status: TaskStatus) -> None:
-    target.state = STATES[status.state]
-    if status.message is not None:
-        message_out(target.message, status.message)
-    timestamp_out(target.timestamp, status.timestamp)
-
-
-def artifact_out(target: pb.Artifact, artifact: Artifact) -> None:
-    target.artifact_id = artifact.artifact_id
-    if artifact.name is not None:
-        target.name = artifact.name
-    if artifact.description is not None:
-        target.description = artifact.description
-    parts_out(target.parts, artifact.parts)
-    struct_out(target.metadata, artifact.metadata)
-    target.extensions.extend(artifact.extensions or ())
-
-
-def task_out(target: pb.Task, task: Task) -> pb.Task:
-    target.id = task.id
-    target.context_id = task.context_id
-    status_out(target.status, task.status)
-    for artifact in task.artifacts or ():
-        artifact_out(target.artifacts.add(), artifact)
-    for message in task.history or ():
-        message_out(target.history.add(), message)
-    struct_out(target.metadata, task.metadata)
-    return target
-
-
-def status_update_out(target: pb.TaskStatusUpdateEvent, event: TaskStatusUpdateEvent) -> None:
-    target.task_id = event.task_id
-    target.context_id = event.context_id
-    status_out(target.status, event.status)
-    struct_out(target.metadata, event.metadata)
-
-
-def artifact_update_out(target: pb.TaskArtifactUpdateEvent, event: TaskArtifactUpdateEvent) -> None:
-    target.task_id = event.task_id
-    target.context_id = event.context_id
-    artifact_out(target.artifact, event.artifact)
-    target.append = bool(event.append)
-    target.last_chunk = bool(event.last_chunk)
-    struct_out(target.metadata, event.metadata)
+def task_out(task: Task, target: pb.Task | None = None) -> pb.Task:
+    out = pb.Task() if target is None else target
+    ENCODER.task(out, task)
+    return out
 
 
 def send_response(outcome: Task | Message) -> pb.SendMessageResponse:
     response = pb.SendMessageResponse()
     if isinstance(outcome, Message):
-        message_out(response.message, outcome)
+        ENCODER.message(response.message, outcome)
     else:
-        task_out(response.task, outcome)
+        ENCODER.task(response.task, outcome)
     return response
 
 
 def event_out(event: StreamResponse) -> pb.StreamResponse:
     out = pb.StreamResponse()
     if event.task is not None:
-        task_out(out.task, event.task)
+        ENCODER.task(out.task, event.task)
     elif event.message is not None:
-        message_out(out.message, event.message)
+        ENCODER.message(out.message, event.message)
     elif event.status_update is not None:
-        status_update_out(out.status_update, event.status_update)
+        ENCODER.status_update(out.status_update, event.status_update)
     elif event.artifact_update is not None:
-        artifact_update_out(out.artifact_update, event.artifact_update)
+        ENCODER.artifact_update(out.artifact_update, event.artifact_update)
+        struct_out(out.artifact_update.metadata, event.artifact_update.metadata)
     return out
 
 
@@ -369,7 +381,7 @@ def task_list_out(result: ListTasksResponse) -> pb.ListTasksResponse:
         total_size=result.total_size,
     )
     for task in result.tasks:
-        task_out(out.tasks.add(), task)
+        ENCODER.task(out.tasks.add(), task)
     return out
 
 
