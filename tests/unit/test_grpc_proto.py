@@ -206,6 +206,7 @@ def test_v1_timestamps_carry_milliseconds_as_the_json_did() -> None:
     )
     ours = proto_v1.task_out(task)
     assert ours == _parsed(v1_pb2.Task, task.dump())
+    assert isinstance(ours, v1_pb2.Task)
     assert ours.status.timestamp.nanos == 678_000_000
 
 

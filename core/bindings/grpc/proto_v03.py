@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any, ClassVar
 
 from core.api.calls import parse
@@ -20,11 +21,9 @@ from core.bindings.grpc.protos import v03_pb2 as pb
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
-    Message,
     Part,
     SendMessageRequest,
     StreamResponse,
-    Task,
     TaskPushNotificationConfig,
 )
 from core.wire.v03 import DATA_COMPAT_KEY, is_final
@@ -169,6 +168,8 @@ class Encoder(proto_v1.Encoder):
     message_parts = "content"
     status_message = "update"
     references = False
+    reply = "msg"
+    protos: ClassVar[ModuleType] = pb
 
     def part(self, target: Any, part: Part) -> None:
         if part.text is not None:
@@ -191,38 +192,17 @@ class Encoder(proto_v1.Encoder):
 
 
 ENCODER = Encoder()
-
-
-def task_out(task: Task, target: pb.Task | None = None) -> pb.Task:
-    out = pb.Task() if target is None else target
-    ENCODER.task(out, task)
-    return out
-
-
-def send_response(outcome: Task | Message) -> pb.SendMessageResponse:
-    response = pb.SendMessageResponse()
-    if isinstance(outcome, Message):
-        ENCODER.message(response.msg, outcome)
-    else:
-        ENCODER.task(response.task, outcome)
-    return response
+task_out = ENCODER.task_out
+send_response = ENCODER.send_response
 
 
 def event_out(event: StreamResponse, *, closes_at_interrupt: bool) -> pb.StreamResponse:
     """As the v0.3 REST codec sends it: `final` on the status event after which the stream
     closes, and an artifact update without its metadata."""
-    out = pb.StreamResponse()
-    if event.task is not None:
-        ENCODER.task(out.task, event.task)
-    elif event.message is not None:
-        ENCODER.message(out.msg, event.message)
-    elif event.status_update is not None:
-        update = event.status_update
-        ENCODER.status_update(out.status_update, update)
-        final = is_final(update.status.state, closes_at_interrupt=closes_at_interrupt)
-        out.status_update.final = final
-    elif event.artifact_update is not None:
-        ENCODER.artifact_update(out.artifact_update, event.artifact_update)
+    out: pb.StreamResponse = ENCODER.event(event)
+    if event.status_update is not None:
+        state = event.status_update.status.state
+        out.status_update.final = is_final(state, closes_at_interrupt=closes_at_interrupt)
     return out
 
 

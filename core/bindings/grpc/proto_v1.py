@@ -13,10 +13,12 @@ import base64
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from types import ModuleType
 from typing import Any, ClassVar
 
 from google.protobuf import struct_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+from google.protobuf.message import Message as Proto
 
 from core.api.calls import parse
 from core.bindings.grpc.protos import v1_pb2 as pb
@@ -269,6 +271,8 @@ class Encoder:
     message_parts = "parts"
     status_message = "message"
     references = True  # Message.reference_task_ids
+    reply = "message"  # the member of SendMessageResponse and StreamResponse holding a Message
+    protos: ClassVar[ModuleType] = pb
 
     def part(self, target: Any, part: Part) -> None:
         if part.text is not None:
@@ -341,35 +345,41 @@ class Encoder:
         target.append = bool(event.append)
         target.last_chunk = bool(event.last_chunk)
 
+    def task_out(self, task: Task) -> Proto:
+        out: Proto = self.protos.Task()
+        self.task(out, task)
+        return out
+
+    def send_response(self, outcome: Task | Message) -> Proto:
+        response = self.protos.SendMessageResponse()
+        if isinstance(outcome, Message):
+            self.message(getattr(response, self.reply), outcome)
+        else:
+            self.task(response.task, outcome)
+        sent: Proto = response
+        return sent
+
+    def event(self, event: StreamResponse) -> Any:
+        out = self.protos.StreamResponse()
+        if event.task is not None:
+            self.task(out.task, event.task)
+        elif event.message is not None:
+            self.message(getattr(out, self.reply), event.message)
+        elif event.status_update is not None:
+            self.status_update(out.status_update, event.status_update)
+        elif event.artifact_update is not None:
+            self.artifact_update(out.artifact_update, event.artifact_update)
+        return out
+
 
 ENCODER = Encoder()
-
-
-def task_out(task: Task, target: pb.Task | None = None) -> pb.Task:
-    out = pb.Task() if target is None else target
-    ENCODER.task(out, task)
-    return out
-
-
-def send_response(outcome: Task | Message) -> pb.SendMessageResponse:
-    response = pb.SendMessageResponse()
-    if isinstance(outcome, Message):
-        ENCODER.message(response.message, outcome)
-    else:
-        ENCODER.task(response.task, outcome)
-    return response
+task_out = ENCODER.task_out
+send_response = ENCODER.send_response
 
 
 def event_out(event: StreamResponse) -> pb.StreamResponse:
-    out = pb.StreamResponse()
-    if event.task is not None:
-        ENCODER.task(out.task, event.task)
-    elif event.message is not None:
-        ENCODER.message(out.message, event.message)
-    elif event.status_update is not None:
-        ENCODER.status_update(out.status_update, event.status_update)
-    elif event.artifact_update is not None:
-        ENCODER.artifact_update(out.artifact_update, event.artifact_update)
+    out: pb.StreamResponse = ENCODER.event(event)
+    if event.artifact_update is not None:
         struct_out(out.artifact_update.metadata, event.artifact_update.metadata)
     return out
 
