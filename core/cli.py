@@ -29,7 +29,7 @@ from core.engine.startup import ListenError, StartupError, StorageStartError, on
 from core.instance.lock import StorageLockError
 from core.settings import ConfigError, Settings, json_schema, load
 from core.settings.jails import diagnose as sandbox_check
-from core.settings.sections import workspace_config
+from core.settings.sections import storage_config, workspace_config
 from core.settings.server import MIN_TOKEN_LENGTH
 from core.storage.kinds import storage_for
 from core.storage.postgres.schema import migrate_database
@@ -190,7 +190,7 @@ def _workspaces(path: Path) -> int:
         return exc.exit_code
 
     async def listing() -> list[str]:
-        store = storage_for(settings).sessions
+        store = storage_for(storage_config(settings)).workspaces
         await store.open()
         try:
             rows = await WorkspaceManager(workspace_config(settings), store).listing()

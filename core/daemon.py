@@ -50,13 +50,11 @@ from core.push.plugin import EnginePush
 from core.sessions.manager import Clock, SessionManager, system_clock
 from core.settings import Settings
 from core.settings.jails import sandboxed
-from core.settings.sections import engine_config, workspace_config
+from core.settings.sections import engine_config, storage_config, workspace_config
 from core.settings.usage import budget_config
+from core.storage.contracts import PushStore, SessionStore, TaskStore
 from core.storage.kinds import storage_for
-from core.storage.push import PushStore
-from core.storage.sessions import SessionStore
 from core.storage.sqlite.database import ForeignStorageError
-from core.storage.tasks import TaskStore
 from core.usage.budgets import Budgets
 from core.usage.metrics import Metrics
 from core.usage.observe import RequestSink
@@ -101,10 +99,10 @@ class Daemon:
             partial(registry.create_backend, settings.backend),
         )
         self.observers = build_observers(settings, agent, tracer_provider)
-        self.storage = storage_for(settings)
+        self.storage = storage_for(storage_config(settings))
         self.budgets = Budgets(budget_config(settings.budget), self.storage.usage)
         session_store = session_store or self.storage.sessions
-        workspaces = WorkspaceManager(workspace_config(settings), session_store)
+        workspaces = WorkspaceManager(workspace_config(settings), self.storage.workspaces)
         workspace_hooks = WorkspaceHooks(workspaces)
         db = self.storage.replicas
         if db is not None and clock is system_clock:
@@ -167,7 +165,7 @@ class Daemon:
             front=self.front,
             push_configs=PushConfigs(push, self.service.load),
             budgets=self.budgets,
-            workspaces=WorkspaceQueries(workspaces, session_store),
+            workspaces=WorkspaceQueries(workspaces, self.storage.workspaces),
         )
         # The card says what callers may use of the backend as it is when the card is served.
         self.card = CardProvider(settings, self.ops.capabilities)
@@ -349,7 +347,7 @@ def check_storage(settings: Settings) -> None:
     (StorageStartError, one line, otherwise). The tables it may hold are those of every store
     and of the instance records."""
     try:
-        storage_for(settings).check_ours(INSTANCE_SCHEMA)
+        storage_for(storage_config(settings)).check_ours(INSTANCE_SCHEMA)
     except ForeignStorageError as exc:
         raise StorageStartError(str(exc)) from exc
 

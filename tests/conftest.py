@@ -13,7 +13,8 @@ from aiohttp.test_utils import TestClient
 from core.backend import procfs
 from core.daemon import create_app
 from core.settings import Settings, load
-from core.storage.tasks import InMemoryTaskStore, TaskStore
+from core.storage.contracts import TaskStore
+from core.storage.memory import InMemoryTaskStore
 from harness.postgres import PostgresServer, fresh_database, running_server
 from tests.support.daemon import Daemons, MakeDaemon
 from tests.support.orphans import still_running

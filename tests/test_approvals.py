@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.enums import TaskState
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend

@@ -21,7 +21,7 @@ import pytest
 
 from core.engine.config import EngineConfig, Timeouts
 from core.engine.service import TaskService
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient
 from core.backend import Turn
 from core.bindings.http.keys import OPERATIONS
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.bindings import BINDINGS, Caller, Refused, Task
 from tests.support.polling import until

@@ -11,7 +11,7 @@ import pytest
 
 from core.backend import BackendEvent, Health, NeedsInput, Text, Turn
 from core.bindings.http.keys import SERVICE
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import UnsupportedOperationError
 from core.wire.models import Message, Part, SendMessageRequest, Task, TaskStatus

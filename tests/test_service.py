@@ -11,8 +11,8 @@ import pytest
 from core.engine.config import EngineConfig, Limits
 from core.engine.lanes import LaneFullError
 from core.engine.service import TaskService
+from core.storage.memory import InMemoryTaskStore
 from core.storage.sqlite.tasks import SqliteTaskStore
-from core.storage.tasks import InMemoryTaskStore
 from core.wire.errors import UnsupportedOperationError
 from core.wire.models import (
     ListTasksRequest,

@@ -19,8 +19,8 @@ from core.daemon import create_app
 from core.engine.service import TaskService
 from core.sessions.manager import SessionManager
 from core.settings import Settings
-from core.storage.sessions import InMemorySessionStore, SessionRecord
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.contracts import SessionRecord
+from core.storage.memory import InMemorySessionStore, InMemoryTaskStore
 from core.wire.models import Message, Part, SendMessageRequest, Task
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.scripted import ScriptedBackend

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from core.bindings.http.keys import SERVICE
-from core.storage.sessions import InMemorySessionStore
+from core.storage.memory import InMemoryWorkspaceStore
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.naming import principal_dir, slug
@@ -186,7 +186,7 @@ async def test_a_worktree_recorded_before_its_admin_directory_was_is_found_from_
     config = WorkspaceConfig(
         mode="worktree", source=repo / "src", root=tmp_path / "ws", patches=tmp_path / "p"
     )
-    store = InMemorySessionStore()
+    store = InMemoryWorkspaceStore()
     manager = WorkspaceManager(config, store)
     made = await manager.ensure("alice", "old")
     older = replace(made.record, git_dir=None)  # as a record of an earlier version

@@ -16,7 +16,7 @@ import pytest
 from core import registry
 from core.backend import TextContent, Turn
 from core.engine.turn.plugins import StopTurnError
-from core.storage.sessions import InMemorySessionStore
+from core.storage.memory import InMemoryWorkspaceStore
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.manager import WorkspaceManager
 from core.workspaces.plugin import WorkspaceHooks
@@ -42,7 +42,7 @@ def hooks(tmp_path: Path, repo: Path, mode: str) -> WorkspaceHooks:
         root=tmp_path / "ws",
         patches=tmp_path / "patches",
     )
-    return WorkspaceHooks(WorkspaceManager(config, InMemorySessionStore()))
+    return WorkspaceHooks(WorkspaceManager(config, InMemoryWorkspaceStore()))
 
 
 def turn(context_id: str, *, principal: str = "alice", fork_from: str | None = None) -> Turn:

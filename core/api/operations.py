@@ -17,8 +17,7 @@ from core.engine.readiness import Readiness
 from core.engine.service import TaskService
 from core.engine.streams import EventStream
 from core.push.configs import PushConfigs
-from core.storage.push import PushVersion
-from core.storage.sessions import WorkspaceRecord
+from core.storage.contracts import PushVersion, WorkspaceRecord
 from core.usage.budget_tally import Limit, Tally
 from core.usage.budgets import Budgets
 from core.wire.errors import PushNotificationNotSupportedError

@@ -28,6 +28,7 @@ import structlog
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from core.storage.contracts import ACTIVE_STATES
 from core.storage.postgres.database import Conn, PostgresDatabase, count_of
 from core.storage.postgres.tasks import (
     CANCEL_CHANNEL,
@@ -36,7 +37,6 @@ from core.storage.postgres.tasks import (
     event_kind,
     status_event,
 )
-from core.storage.tasks import ACTIVE_STATES
 from core.wire.errors import StorageUnavailableError, TaskNotFoundError
 from core.wire.models import StreamResponse, Task
 

@@ -22,9 +22,9 @@ import structlog
 from anyio.abc import TaskStatus
 
 from core.push.dispatcher import PushDispatcher
+from core.storage.contracts import TaskStore
 from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.push import PostgresPushStore
-from core.storage.tasks import TaskStore
 from core.wire.errors import StorageUnavailableError
 
 log = structlog.get_logger(__name__)

@@ -25,7 +25,7 @@ from core.engine.control.requested import control_of
 from core.engine.service import TaskService
 from core.engine.streams import EventSource, EventStream, apply_history_length
 from core.engine.task_run import Notify, TaskRun
-from core.storage.push import PushVersion
+from core.storage.contracts import PushVersion
 from core.wire.errors import DaemonError, InternalError
 from core.wire.models import (
     CancelTaskRequest,

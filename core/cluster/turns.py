@@ -29,9 +29,9 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from core.cluster.events import ClusterEvents, RemoteWatch
+from core.storage.contracts import PushVersion
 from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.tasks import EVENTS_CHANNEL, TURNS_CHANNEL
-from core.storage.push import PushVersion
 from core.wire import errors
 from core.wire.errors import DaemonError, InternalError
 from core.wire.models import SendMessageRequest

@@ -25,7 +25,7 @@ from core.engine.run_state import RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.approvals import answer_of
 from core.engine.turn.plugins import NO_BUDGET, NO_TURN_HOOKS, TaskPush, TurnBudget, TurnHooks
-from core.storage.push import PushVersion, StoredConfig
+from core.storage.contracts import PushVersion, StoredConfig
 from core.wire.base import utcnow
 from core.wire.enums import TaskState
 from core.wire.errors import (

@@ -20,7 +20,7 @@ from core.engine.scheduling import Scheduler
 from core.engine.startup import BackendStartError, StorageStartError, failing_as
 from core.engine.turn.plugins import TaskPush
 from core.sessions.manager import SessionManager
-from core.storage.tasks import TaskStore
+from core.storage.contracts import TaskStore
 
 log = structlog.get_logger(__name__)
 

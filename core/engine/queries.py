@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from core.engine.streams import apply_history_length
 from core.engine.task_run import Notify, TaskRun
-from core.storage.tasks import TaskQuery, TaskStore
+from core.storage.contracts import TaskQuery, TaskStore
 from core.wire.errors import TaskNotFoundError
 from core.wire.models import (
     DEFAULT_PAGE_SIZE,

@@ -16,7 +16,7 @@ import structlog
 from pydantic import JsonValue
 
 from core.backend import Backend, Failed
-from core.storage.tasks import TaskStore
+from core.storage.contracts import TaskStore
 
 log = structlog.get_logger(__name__)
 

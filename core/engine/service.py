@@ -32,9 +32,8 @@ from core.engine.turn.driver import TurnDriver
 from core.engine.turn.plugins import NO_PLUGINS, Plugins
 from core.engine.turn.runner import TurnRunner
 from core.sessions.manager import SessionManager
-from core.storage.push import PushVersion
-from core.storage.sessions import InMemorySessionStore
-from core.storage.tasks import TaskStore
+from core.storage.contracts import PushVersion, TaskStore
+from core.storage.memory import InMemorySessionStore
 from core.wire.errors import (
     TaskNotCancelableError,
     UnsupportedOperationError,

@@ -45,9 +45,9 @@ from core.engine.wrapper_section import (
     WrapperSection,
     usage_record,
 )
+from core.storage.contracts import TaskStore
 from core.storage.latch import Latch
 from core.storage.queued import Queued
-from core.storage.tasks import TaskStore
 from core.wire.base import utcnow
 from core.wire.enums import Role, TaskState
 from core.wire.ids import new_id

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Awaitable, Callable
 
 from core.push.dispatcher import PushDispatcher, PushTargetRefusedError
-from core.storage.push import PushVersion, StoredConfig
+from core.storage.contracts import PushVersion, StoredConfig
 from core.wire.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,

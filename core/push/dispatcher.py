@@ -30,7 +30,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from core.engine.task_run import TaskRun
-from core.storage.push import Delivery, PushStore, PushVersion, StoredConfig
+from core.storage.contracts import Delivery, PushStore, PushVersion, StoredConfig
 from core.wire import v03
 from core.wire.models import StreamResponse, Task, TaskPushNotificationConfig
 

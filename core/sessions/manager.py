@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from core.sessions.policy import expiry_cutoff, is_expired
+from core.storage.contracts import SessionRecord, SessionStore
 from core.storage.queued import Queued, done
-from core.storage.sessions import SessionRecord, SessionStore
 
 log = structlog.get_logger(__name__)
 

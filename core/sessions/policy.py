@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from core.storage.sessions import SessionRecord
+from core.storage.contracts import SessionRecord
 
 
 def is_expired(record: SessionRecord, now: datetime, ttl: timedelta | None) -> bool:

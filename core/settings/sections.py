@@ -1,7 +1,8 @@
 """What each part of the daemon takes from the Settings, frozen and in its own units: the
-task engine's `EngineConfig` (seconds and timedeltas instead of the file's milliseconds) and
-the workspace manager's `WorkspaceConfig`. They read several blocks, so they live above the
-block modules and the Settings model (no block imports the model)."""
+task engine's `EngineConfig` (seconds and timedeltas instead of the file's milliseconds), the
+storage's `StorageConfig` and the workspace manager's `WorkspaceConfig`. They read several
+blocks, so they live above the block modules and the Settings model (no block imports the
+model)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from core.engine.config import (
     TurnOptionRules,
 )
 from core.settings import Settings
+from core.storage.kinds import StorageConfig
 from core.workspaces.config import WorkspaceConfig
 
 
@@ -56,6 +58,17 @@ def engine_config(settings: Settings) -> EngineConfig:
         turn_options=TurnOptionRules(
             settings.turn_options.allowed, settings.turn_options.defaults.options()
         ),
+    )
+
+
+def storage_config(settings: Settings) -> StorageConfig:
+    """The storage's frozen config: the block, and the replicas' lease from `cluster`."""
+    storage = settings.storage
+    return StorageConfig(
+        kind=storage.kind,
+        path=storage.resolved_path(),
+        url=storage.url or "",
+        lease_ttl=timedelta(milliseconds=settings.cluster.lease_ttl),
     )
 
 

@@ -35,7 +35,7 @@ import structlog
 
 from core.backend import Turn, Usage
 from core.engine.turn.plugins import NO_REPORT, StopTurnError, TurnReport
-from core.storage.usage import TurnUsage, UsageStore
+from core.storage.contracts import TurnUsage, UsageStore
 from core.usage.budget_tally import Limit, Tally, Window, first_over, shown
 from core.wire.errors import BudgetExceededError
 from core.wire.models import Message

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from core.storage.sessions import WorkspaceRecord
+from core.storage.contracts import WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
 from core.workspaces.naming import BRANCH_MAX, branch_slug

@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 import structlog
 
-from core.storage.sessions import SessionStore, WorkspaceRecord
+from core.storage.contracts import WorkspaceRecord, WorkspaceStore
 from core.workspaces import making
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import IDENTITY, GitError, common_dir, git, toplevel
@@ -63,7 +63,7 @@ class Changes:
 
 
 class WorkspaceManager:
-    def __init__(self, config: WorkspaceConfig, store: SessionStore) -> None:
+    def __init__(self, config: WorkspaceConfig, store: WorkspaceStore) -> None:
         self.config = config
         self._store = store
         self._making = anyio.Lock()
@@ -76,7 +76,7 @@ class WorkspaceManager:
         """The context's workspace, made now when it has none (or lost its directory);
         `fork_from`: a context of the same principal whose workspace, as it is now, a new
         one is branched from (a context that has its workspace already keeps it)."""
-        record = await self._store.workspace(principal, context_id)
+        record = await self._store.get(principal, context_id)
         if record is not None and await anyio.Path(record.path).is_dir():
             # In use again: no longer expired (what could not be saved is still in it).
             await anyio.Path(self._expired_marker(record)).unlink(missing_ok=True)
@@ -84,10 +84,10 @@ class WorkspaceManager:
         async with self._making:
             if record is not None:
                 log.warning("workspace.missing", context_id=context_id, path=record.path)
-                await self._store.delete_workspace(principal, context_id)
+                await self._store.delete(principal, context_id)
             start = None if fork_from is None else await self._start(principal, fork_from)
             made = await self._make(principal, context_id, start)
-        await self._store.put_workspace(made.record)
+        await self._store.put(made.record)
         log.info(
             "workspace.created", context_id=context_id, path=made.record.path, fork_of=fork_from
         )
@@ -96,7 +96,7 @@ class WorkspaceManager:
     async def _start(self, principal: str, source: str) -> Start:
         """Where a fork of `source` (a context of `principal`: only that principal's records
         are looked up) starts: its workspace's state now, taken by the daemon's snapshot."""
-        record = await self._store.workspace(principal, source)
+        record = await self._store.get(principal, source)
         if (
             record is None
             or record.principal != principal
@@ -124,7 +124,7 @@ class WorkspaceManager:
 
     async def _make(self, principal: str, context_id: str, start: Start | None) -> Workspace:
         config = self.config
-        count = len(await self._store.workspaces())
+        count = len(await self._store.all())
         if count >= config.max_workspaces:
             raise WorkspaceError(
                 f"This daemon already has {count} workspaces (workspace.maxWorkspaces is "
@@ -295,7 +295,7 @@ class WorkspaceManager:
         what it holds beyond the base (beyond HEAD when the branch is kept) as a patch in the
         state directory; returns that patch's path, None when nothing needed saving. When the
         save fails the workspace is kept, marked expired, and `retry_expired` tries again."""
-        record = await self._store.workspace(principal, context_id)
+        record = await self._store.get(principal, context_id)
         if record is None:
             return None
         saved = None
@@ -308,7 +308,7 @@ class WorkspaceManager:
                 await anyio.to_thread.run_sync(self._mark_expired, record)
                 return None  # keep it: removing it would lose what could not be saved
             await self._delete(workspace)
-        await self._store.delete_workspace(principal, context_id)
+        await self._store.delete(principal, context_id)
         await anyio.Path(self._expired_marker(record)).unlink(missing_ok=True)
         log.info("workspace.removed", context_id=context_id, saved=str(saved) if saved else None)
         return saved
@@ -317,11 +317,11 @@ class WorkspaceManager:
         """Try again to remove each workspace whose save failed when it expired; returns how
         many are gone now (the session sweep calls this)."""
         removed = 0
-        for record in await self._store.workspaces():
+        for record in await self._store.all():
             if not await anyio.Path(self._expired_marker(record)).is_file():
                 continue
             await self.remove(record.principal, record.context_id)
-            if await self._store.workspace(record.principal, record.context_id) is None:
+            if await self._store.get(record.principal, record.context_id) is None:
                 removed += 1
         return removed
 
@@ -386,7 +386,7 @@ class WorkspaceManager:
                 await anyio.to_thread.run_sync(size, Path(r.path)),
                 await anyio.Path(self._expired_marker(r)).is_file(),
             )
-            for r in await self._store.workspaces()
+            for r in await self._store.all()
         ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import structlog
 
-from core.storage.sessions import SessionStore, WorkspaceRecord
+from core.storage.contracts import WorkspaceRecord, WorkspaceStore
 from core.workspaces.git import GitError
 from core.workspaces.making import WorkspaceError
 from core.workspaces.manager import Changes, WorkspaceManager
@@ -15,7 +15,7 @@ log = structlog.get_logger(__name__)
 
 
 class WorkspaceQueries:
-    def __init__(self, manager: WorkspaceManager, store: SessionStore) -> None:
+    def __init__(self, manager: WorkspaceManager, store: WorkspaceStore) -> None:
         self._manager = manager
         self._store = store
 
@@ -29,7 +29,7 @@ class WorkspaceQueries:
         workspace stands now; None when the context has no workspace of its own or nothing
         changed. Read with the same git the turns' changes are (the agent's `.git` is never
         read), through a private index: the workspace is left as it is."""
-        record = await self._store.workspace(principal, context_id)
+        record = await self._store.get(principal, context_id)
         if record is None or not await anyio.Path(record.path).is_dir():
             return None
         manager = self._manager

@@ -4,7 +4,7 @@ prints."""
 from __future__ import annotations
 
 from core.backend import Diagnosis
-from core.storage.sessions import WorkspaceRecord
+from core.storage.contracts import WorkspaceRecord
 from core.workspaces.config import WorkspaceConfig
 from core.workspaces.git import is_repository
 

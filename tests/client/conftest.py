@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.daemon import EXE, REPO
 from tests.support.scripted import ScriptedBackend

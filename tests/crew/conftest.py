@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from examples.crew.events import Asker, NobodyAsker, NullObserver, Observer
 from examples.crew.job import JobResult, run_job
 from examples.crew.ledger import Ledger

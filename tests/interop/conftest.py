@@ -18,7 +18,7 @@ from a2a.types import AgentCard, Message, Part, Role, StreamResponse
 from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.scripted import ScriptedBackend
 

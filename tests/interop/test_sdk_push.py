@@ -18,7 +18,7 @@ from a2a.types import (
 from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.interop.conftest import MakeSdk, collect, user_msg
 from tests.support.scripted import ScriptedBackend

@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 from structlog.testing import capture_logs
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.grpc_status import error_reason
 from tests.support.scripted import ScriptedBackend

@@ -12,7 +12,7 @@ from a2a.types import a2a_pb2, a2a_pb2_grpc
 from aiohttp.test_utils import TestClient
 
 from core.daemon import create_app
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import make_settings
 from tests.support.grpc_status import error_reason
 from tests.support.scripted import ScriptedBackend

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.wire import V1, call, rpc, user_message
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.backend import Turn, Usage
-from core.storage.usage import InMemoryUsageStore
+from core.storage.memory import InMemoryUsageStore
 from core.usage.budget_tally import Limit
 from core.usage.budgets import BudgetConfig, Budgets
 from core.wire.errors import BudgetExceededError

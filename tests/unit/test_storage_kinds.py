@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import get_args
 
 from core.settings import StorageSettings
-from core.storage.kinds import KINDS, storage_for
+from core.settings.sections import storage_config
+from core.storage.kinds import KINDS, Storage, storage_for
+from core.storage.memory import InMemoryTaskStore, InMemoryWorkspaceStore
 from core.storage.postgres.tasks import PostgresTaskStore
+from core.storage.postgres.workspaces import PostgresWorkspaceStore
 from core.storage.sqlite.tasks import SqliteTaskStore
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.sqlite.workspaces import SqliteWorkspaceStore
 from tests.conftest import make_settings
 
 
@@ -19,26 +22,36 @@ def test_the_table_names_exactly_the_kinds_the_settings_accept() -> None:
     assert set(KINDS) == set(get_args(kind))
 
 
-def test_memory_is_four_memory_stores_and_no_replicas() -> None:
-    storage = storage_for(make_settings(storage={"kind": "memory"}))
+def test_memory_is_five_memory_stores_and_no_replicas() -> None:
+    storage = storage_for(storage_config(make_settings(storage={"kind": "memory"})))
 
     assert isinstance(storage.tasks, InMemoryTaskStore)
+    assert isinstance(storage.workspaces, InMemoryWorkspaceStore)
+    assert storage.database is None
     assert storage.replicas is None
 
 
 def test_sqlite_stores_share_one_database_file(tmp_path: Path) -> None:
     path = tmp_path / "tasks.sqlite3"
-    storage = storage_for(make_settings(storage={"kind": "sqlite", "path": str(path)}))
+    storage = storage_for(
+        storage_config(make_settings(storage={"kind": "sqlite", "path": str(path)}))
+    )
 
     assert isinstance(storage.tasks, SqliteTaskStore)
     assert storage.replicas is None
-    databases = {id(getattr(s, "_db", None)) for s in (storage.tasks, storage.sessions)}
-    assert len(databases) == 1
+    assert isinstance(storage.workspaces, SqliteWorkspaceStore)
+    assert {id(getattr(s, "_db", None)) for s in stores(storage)} == {id(storage.database)}
 
 
 def test_postgres_stores_share_the_replicas_database() -> None:
     url = "postgresql://nobody@127.0.0.1:1/none"
-    storage = storage_for(make_settings(storage={"kind": "postgres", "url": url}))
+    storage = storage_for(storage_config(make_settings(storage={"kind": "postgres", "url": url})))
 
     assert isinstance(storage.tasks, PostgresTaskStore)
+    assert isinstance(storage.workspaces, PostgresWorkspaceStore)
     assert storage.replicas is not None
+    assert {id(getattr(s, "_db", None)) for s in stores(storage)} == {id(storage.replicas)}
+
+
+def stores(storage: Storage) -> tuple[object, ...]:
+    return (storage.tasks, storage.sessions, storage.workspaces, storage.push, storage.usage)

@@ -16,7 +16,7 @@ from core.engine.policy import NO_HOOKS
 from core.engine.run_state import NOTE_LEGAL, IllegalTransitionError, RunState
 from core.engine.task_run import TaskRun
 from core.engine.wrapper_section import WRAPPER_METADATA_KEY, WrapperSection
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Message, Part, StreamResponse, Task, TaskStatus
 

@@ -16,7 +16,7 @@ from core.engine.policy import Hooks
 from core.engine.run_state import TASK_LEGAL, IllegalTransitionError, RunState
 from core.engine.task_run import TaskRun
 from core.engine.turn.content import agent_message
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Message, Part, StreamResponse, Task, TaskStatus
 

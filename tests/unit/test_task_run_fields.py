@@ -10,7 +10,7 @@ import pytest
 
 from core.engine.run_state import LEGAL, IllegalTransitionError, RunState
 from core.engine.task_run import TaskRun
-from core.storage.tasks import InMemoryTaskStore
+from core.storage.memory import InMemoryTaskStore
 from core.wire.enums import TaskState
 from core.wire.models import Message, Part, Task, TaskStatus
 

@@ -14,7 +14,7 @@ from core.backend.control import Capabilities
 from core.engine.control.requested import Control
 from core.engine.lanes import TurnLanes
 from core.sessions.manager import SessionManager
-from core.storage.tasks import TaskQuery, TaskStore
+from core.storage.contracts import TaskQuery, TaskStore
 from core.wire.errors import InvalidParamsError, UnsupportedOperationError
 from core.wire.models import Message
 

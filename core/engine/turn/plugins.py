@@ -25,7 +25,7 @@ from core.backend import ArtifactOut, Turn, Usage
 from core.engine.observer import NO_OBSERVER, TurnObserver
 from core.engine.policy import NO_HOOKS, Hooks
 from core.engine.task_run import Notify, TaskRun
-from core.storage.push import StoredConfig
+from core.storage.contracts import StoredConfig
 from core.wire.models import Message, StreamResponse, TaskPushNotificationConfig
 
 

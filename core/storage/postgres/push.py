@@ -1,6 +1,6 @@
 """PostgreSQL push store: `push_configs` and `push_outbox` in the replicas' shared database.
 
-Same contract as the SQLite store (push_sqlite.py). Each outbox row belongs to the replica
+Same contract as the SQLite store (sqlite/push.py). Each outbox row belongs to the replica
 that added it (`replica`), which delivers it: `pending` returns this replica's rows and takes
 over (one transaction, `FOR UPDATE SKIP LOCKED`) the rows of replicas whose lease has expired,
 so each row is delivered by one replica, and a lost replica's deliveries are resumed by one
@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import asyncpg
 
+from core.storage.contracts import Delivery, StoredConfig
 from core.storage.postgres.database import Conn, PostgresStore
-from core.storage.push import Delivery, StoredConfig
-from core.storage.sqlite.push import delivery_of, stored_config_of
-from core.wire.models import TaskPushNotificationConfig
-
-
-def _config_json(config: TaskPushNotificationConfig) -> str:
-    return config.model_dump_json(by_alias=True, exclude_none=True)
+from core.storage.rows import config_json, delivery_of, stored_config_of
 
 
 class PostgresPushStore(PostgresStore):
@@ -33,7 +28,7 @@ class PostgresPushStore(PostgresStore):
             stored.task_id,
             stored.id,
             stored.version,
-            _config_json(stored.config),
+            config_json(stored.config),
         )
 
     def _stored(self, principal: str, task_id: str, row: asyncpg.Record) -> StoredConfig | None:
@@ -86,7 +81,7 @@ class PostgresPushStore(PostgresStore):
                     "VALUES ($1, $2, $3, $4, $5) RETURNING seq",
                     d.principal,
                     d.version,
-                    _config_json(d.config),
+                    config_json(d.config),
                     d.body,
                     self._db.replica_id,
                 )

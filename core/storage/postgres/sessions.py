@@ -1,5 +1,5 @@
-"""PostgreSQL session store: `sessions`, `session_tombstones` and `workspaces` in the
-replicas' shared database (database.py), so a context's session is the same whichever
+"""PostgreSQL session store: `sessions` and `session_tombstones` in the replicas' shared
+database (database.py), so a context's session is the same whichever
 replica a turn lands on. Same contract as the SQLite store (storage/sqlite/sessions.py)."""
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ from datetime import datetime
 
 import asyncpg
 
+from core.storage.contracts import SessionRecord
 from core.storage.postgres.database import Conn, PostgresStore, count_of
 from core.storage.queued import Queued
-from core.storage.sessions import SessionRecord, WorkspaceRecord
 
 _COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
-_WORKSPACE_COLUMNS = "principal, context_id, mode, path, branch, base, created_at, git_dir"
 
 
 def _record(row: asyncpg.Record) -> SessionRecord:
@@ -25,19 +24,6 @@ def _record(row: asyncpg.Record) -> SessionRecord:
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
         turns=row["turns"],
-    )
-
-
-def _workspace(row: asyncpg.Record) -> WorkspaceRecord:
-    return WorkspaceRecord(
-        principal=row["principal"],
-        context_id=row["context_id"],
-        mode=row["mode"],
-        path=row["path"],
-        branch=row["branch"],
-        base=row["base"],
-        created_at=row["created_at"],
-        git_dir=row["git_dir"],
     )
 
 
@@ -155,48 +141,6 @@ class PostgresSessionStore(PostgresStore):
 
     async def count(self) -> int:
         return int(await self._db.fetchval("SELECT COUNT(*) FROM sessions"))
-
-    # ----- workspaces ----------------------------------------------------------------------
-    # A workspace's path is on the replica that made it (or on storage the replicas share:
-    # docs/operations.md#replicas); its row is here so every replica knows it exists.
-
-    async def workspace(self, principal: str, context_id: str) -> WorkspaceRecord | None:
-        row = await self._db.fetchrow(
-            f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces "  # noqa: S608 - constant column list
-            "WHERE principal = $1 AND context_id = $2",
-            principal,
-            context_id,
-        )
-        return _workspace(row) if row else None
-
-    async def put_workspace(self, record: WorkspaceRecord) -> None:
-        await self._db.execute(
-            f"INSERT INTO workspaces ({_WORKSPACE_COLUMNS}) "  # noqa: S608 - constant column list
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (principal, context_id) DO "
-            "UPDATE SET mode = EXCLUDED.mode, path = EXCLUDED.path, branch = EXCLUDED.branch, "
-            "base = EXCLUDED.base, created_at = EXCLUDED.created_at, git_dir = EXCLUDED.git_dir",
-            record.principal,
-            record.context_id,
-            record.mode,
-            record.path,
-            record.branch,
-            record.base,
-            record.created_at,
-            record.git_dir,
-        )
-
-    async def delete_workspace(self, principal: str, context_id: str) -> None:
-        await self._db.execute(
-            "DELETE FROM workspaces WHERE principal = $1 AND context_id = $2",
-            principal,
-            context_id,
-        )
-
-    async def workspaces(self) -> list[WorkspaceRecord]:
-        rows = await self._db.fetch(
-            f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces ORDER BY created_at"  # noqa: S608 - constant column list
-        )
-        return [_workspace(r) for r in rows]
 
 
 async def _take_tombstone(conn: Conn, principal: str, context_id: str) -> bool:

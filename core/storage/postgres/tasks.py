@@ -15,13 +15,10 @@ from datetime import datetime
 
 import asyncpg
 
+from core.storage.contracts import ACTIVE_STATES, StaleWriteError, TaskPage, TaskQuery
 from core.storage.postgres.database import Conn, PostgresStore, count_of, exclusively
 from core.storage.queued import Queued
-from core.storage.tasks import (
-    ACTIVE_STATES,
-    StaleWriteError,
-    TaskPage,
-    TaskQuery,
+from core.storage.rows import (
     cursor_of,
     decode_cursor,
     decode_task,

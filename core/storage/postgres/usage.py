@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import astuple
 
+from core.storage.contracts import TurnUsage
 from core.storage.postgres.database import PostgresStore
 from core.storage.queued import Queued
-from core.storage.sqlite.database import ROW_ERRORS
-from core.storage.usage import COLUMNS, TurnUsage, decode_usage
+from core.storage.rows import ROW_ERRORS, USAGE_COLUMNS, decode_usage
 
 
 class PostgresUsageStore(PostgresStore):
@@ -17,14 +17,14 @@ class PostgresUsageStore(PostgresStore):
 
     async def _add(self, usage: TurnUsage) -> None:
         await self._db.execute(
-            f"INSERT INTO turn_usage ({COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)",  # noqa: S608 - fixed columns
+            f"INSERT INTO turn_usage ({USAGE_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)",  # noqa: S608 - fixed columns
             *astuple(usage),
         )
 
     async def load(self) -> list[TurnUsage]:
         rows: list[TurnUsage] = []
         for record in await self._db.fetch(
-            f"SELECT id, {COLUMNS} FROM turn_usage ORDER BY at"  # noqa: S608 - fixed columns
+            f"SELECT id, {USAGE_COLUMNS} FROM turn_usage ORDER BY at"  # noqa: S608 - fixed columns
         ):
             row_id, *row = tuple(record)
             try:

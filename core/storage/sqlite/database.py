@@ -4,9 +4,9 @@ Calls are serialised through a capacity limiter of one, so the connection is nev
 threads at once and the event loop never waits on disk. Calls made while a batch is on the
 worker thread wait and then run together, in order, in one transaction (group commit: one
 thread hop and one commit for all of them), each in a savepoint of its own, so one call's
-failure undoes only that call. The daemon's task, session and push stores share one
-`SqliteDatabase` (one connection), so a turn's final task write and its session bookkeeping,
-made together, share a transaction.
+failure undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
+share one `SqliteDatabase` (one connection), so a turn's final task write and its session
+bookkeeping, made together, share a transaction.
 
 A row that cannot be decoded (written by a faulty or another version, or edited by hand) is
 never fatal: the stores skip it (or answer "not found" for it) and report it with
@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,10 +33,6 @@ from core.storage.latch import Latch
 from core.storage.queued import Queued
 
 log = structlog.get_logger(__name__)
-
-# What decoding a row can raise: a ValidationError (a ValueError) from the models, a
-# ValueError from timestamps, a TypeError for a column of the wrong type.
-ROW_ERRORS = (ValueError, TypeError, KeyError)
 
 T = TypeVar("T")
 
@@ -283,3 +280,36 @@ def _why(exc: Exception) -> str:
             for e in exc.errors(include_url=False)[:5]
         )
     return type(exc).__name__
+
+
+def time_text(moment: datetime) -> str:
+    """Fixed-width UTC text, so SQL compares instants as strings correctly."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def time_of(text: str) -> datetime:
+    """The instant `time_text` wrote; ValueError for text without a time zone."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("a timestamp without a time zone")
+    return moment
+
+
+class SqliteStore:
+    """What every SQLite store is: a user of one `SqliteDatabase` (the daemon's shared one,
+    or one of its own on `path`), adding its tables (`SCHEMA`) to it."""
+
+    SCHEMA = ""
+    NAME = "store"
+
+    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
+        if db is None:
+            db = SqliteDatabase(path, name=self.NAME)
+        db.add_schema(self.SCHEMA)
+        self._db = db
+
+    async def open(self) -> None:
+        await self._db.open()
+
+    async def close(self) -> None:
+        await self._db.close()

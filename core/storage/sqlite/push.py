@@ -6,15 +6,11 @@ not attempted) and reported once; it never stops a start.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable
-from pathlib import Path
-from typing import cast, get_args
 
-from core.storage.push import Delivery, PushVersion, StoredConfig
-from core.storage.sqlite.database import ROW_ERRORS, SqliteDatabase
-from core.wire.models import TaskPushNotificationConfig
+from core.storage.contracts import Delivery, StoredConfig
+from core.storage.rows import config_json, delivery_of, stored_config_of
+from core.storage.sqlite.database import SqliteStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS push_configs (
@@ -38,73 +34,13 @@ CREATE TABLE IF NOT EXISTS push_outbox (
 """
 
 
-def _config_json(config: TaskPushNotificationConfig) -> str:
-    return config.model_dump_json(by_alias=True, exclude_none=True)
-
-
-def _version(value: object) -> PushVersion:
-    if value not in get_args(PushVersion):
-        raise ValueError("unknown protocol version")
-    return cast(PushVersion, value)
-
-
-def _config(body: object) -> TaskPushNotificationConfig:
-    if not isinstance(body, str | bytes):
-        raise TypeError(f"config is {type(body).__name__}")
-    return TaskPushNotificationConfig.model_validate_json(body)
-
-
-def _delivery(row: tuple[object, ...]) -> Delivery:
-    seq, principal, version, config, body, attempts = row
-    if type(seq) is not int or type(attempts) is not int or not isinstance(principal, str):
-        raise TypeError("a column has the wrong type")
-    if not isinstance(body, str):
-        raise TypeError(f"body is {type(body).__name__}")
-    json.loads(body)  # the webhook gets it as it is: it must be JSON
-    return Delivery(seq, principal, _version(version), _config(config), body, attempts)
-
-
-Report = Callable[[str, dict[str, object], Exception], None]
-
-
-def stored_config_of(
-    report: Report, principal: str, task_id: str, row: tuple[object, object, object]
-) -> StoredConfig | None:
-    """A `push_configs` row (id, version, body), or None (reported) when it cannot be read."""
-    config_id, version, body = row
-    try:
-        return StoredConfig(principal, _version(version), _config(body))
-    except ROW_ERRORS as exc:
-        report("push_configs", {"principal": principal, "task_id": task_id, "id": config_id}, exc)
-        return None
-
-
-def delivery_of(report: Report, row: tuple[object, ...]) -> Delivery | None:
-    """A `push_outbox` row, or None (reported) when it cannot be read."""
-    try:
-        return _delivery(row)
-    except ROW_ERRORS as exc:
-        report("push_outbox", {"seq": row[0]}, exc)
-        return None
-
-
-class SqlitePushStore:
-    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
-        """`db`: the daemon's shared database on `path` (else one of its own)."""
-        if db is None:
-            db = SqliteDatabase(path, name="push store")
-        db.add_schema(_SCHEMA)
-        self._db = db
-
-    async def open(self) -> None:
-        await self._db.open()
-
-    async def close(self) -> None:
-        await self._db.close()
+class SqlitePushStore(SqliteStore):
+    SCHEMA = _SCHEMA
+    NAME = "push store"
 
     async def put_config(self, stored: StoredConfig) -> None:
         row = (stored.principal, stored.task_id, stored.id, stored.version)
-        body = _config_json(stored.config)
+        body = config_json(stored.config)
 
         def put(c: sqlite3.Connection) -> None:
             created = c.execute("SELECT COALESCE(MAX(created), 0) + 1 FROM push_configs")
@@ -169,7 +105,7 @@ class SqlitePushStore:
                 cursor = c.execute(
                     "INSERT INTO push_outbox (principal, version, config, body) "
                     "VALUES (?, ?, ?, ?)",
-                    (d.principal, d.version, _config_json(d.config), d.body),
+                    (d.principal, d.version, config_json(d.config), d.body),
                 )
                 seq = cursor.lastrowid
                 if seq is None:  # pragma: no cover - an INSERT always sets it

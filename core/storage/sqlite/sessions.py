@@ -1,4 +1,5 @@
-"""SQLite session store: a table in the tasks database, one connection on a worker thread.
+"""SQLite session store: `sessions` and `session_tombstones` in the daemon's database file,
+one connection on a worker thread.
 
 A mapping that cannot be read is treated as absent (the next turn of its context starts a fresh
 session, whose mapping replaces the row) and left out of the sweep.
@@ -7,12 +8,12 @@ session, whose mapping replaces the row) and left out of the sweep.
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 
+from core.storage.contracts import SessionRecord
 from core.storage.queued import Queued
-from core.storage.sessions import SessionRecord, WorkspaceRecord
-from core.storage.sqlite.database import ROW_ERRORS, SqliteDatabase
+from core.storage.rows import ROW_ERRORS
+from core.storage.sqlite.database import SqliteStore, time_of, time_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -33,29 +34,8 @@ CREATE TABLE IF NOT EXISTS session_tombstones (
     PRIMARY KEY (principal, context_id)
 );
 CREATE INDEX IF NOT EXISTS session_tombstones_by_expiry ON session_tombstones (expired_at);
-CREATE TABLE IF NOT EXISTS workspaces (
-    principal TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    path TEXT NOT NULL,
-    branch TEXT NOT NULL,
-    base TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    git_dir TEXT,
-    PRIMARY KEY (principal, context_id)
-);
 """
-# A state file from before workspaces gets the table by `CREATE TABLE IF NOT EXISTS` above:
-# nothing else changed in the sessions' tables, so an older file opens as it is.
-
-_WORKSPACE_COLUMNS = "principal, context_id, mode, path, branch, base, created_at, git_dir"
-
 _COLUMNS = "principal, context_id, backend, session_id, created_at, last_used_at, turns"
-
-
-def _ts(moment: datetime) -> str:
-    """Fixed-width UTC text, so SQL compares instants as strings correctly."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _record(row: tuple[object, ...]) -> SessionRecord:
@@ -69,49 +49,15 @@ def _record(row: tuple[object, ...]) -> SessionRecord:
         context_id=str(context_id),
         backend=str(backend),
         session_id=str(session_id),
-        created_at=_when(str(created)),
-        last_used_at=_when(str(used)),
+        created_at=time_of(str(created)),
+        last_used_at=time_of(str(used)),
         turns=turns,
     )
 
 
-def _workspace(row: tuple[object, ...]) -> WorkspaceRecord:
-    principal, context_id, mode, path, branch, base, created, git_dir = row
-    texts = (principal, context_id, mode, path, branch, base, created)
-    if not all(isinstance(v, str) for v in texts) or not isinstance(git_dir, str | None):
-        raise TypeError("a column has the wrong type")
-    return WorkspaceRecord(
-        principal=str(principal),
-        context_id=str(context_id),
-        mode=str(mode),
-        path=str(path),
-        branch=str(branch),
-        base=str(base),
-        created_at=_when(str(created)),
-        git_dir=git_dir,
-    )
-
-
-def _when(text: str) -> datetime:
-    moment = datetime.fromisoformat(text)
-    if moment.tzinfo is None:
-        raise ValueError("a timestamp without a time zone")
-    return moment
-
-
-class SqliteSessionStore:
-    def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
-        """`db`: the daemon's shared database on `path` (else one of its own)."""
-        if db is None:
-            db = SqliteDatabase(path, name="session store")
-        db.add_schema(_SCHEMA)
-        self._db = db
-
-    async def open(self) -> None:
-        await self._db.open()
-
-    async def close(self) -> None:
-        await self._db.close()
+class SqliteSessionStore(SqliteStore):
+    SCHEMA = _SCHEMA
+    NAME = "session store"
 
     def _decode(self, row: tuple[object, ...]) -> SessionRecord | None:
         try:
@@ -152,7 +98,7 @@ class SqliteSessionStore:
     def touch(
         self, principal: str, context_id: str, session_id: str, used_at: datetime
     ) -> Queued[None]:
-        params = (_ts(used_at), principal, context_id, session_id)
+        params = (time_text(used_at), principal, context_id, session_id)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -172,8 +118,8 @@ class SqliteSessionStore:
                     record.context_id,
                     record.backend,
                     record.session_id,
-                    _ts(record.created_at),
-                    _ts(record.last_used_at),
+                    time_text(record.created_at),
+                    time_text(record.last_used_at),
                     record.turns,
                 ),
             )
@@ -193,7 +139,7 @@ class SqliteSessionStore:
     async def expire_many(
         self, records: list[SessionRecord], expired_at: datetime
     ) -> list[SessionRecord]:
-        stamp = _ts(expired_at)
+        stamp = time_text(expired_at)
 
         def remove(conn: sqlite3.Connection) -> list[SessionRecord]:
             # One transaction: a turn never sees the mapping gone without its tombstone.
@@ -228,7 +174,7 @@ class SqliteSessionStore:
     async def purge_tombstones(self, expired_before: datetime) -> int:
         def purge(conn: sqlite3.Connection) -> int:
             cursor = conn.execute(
-                "DELETE FROM session_tombstones WHERE expired_at < ?", (_ts(expired_before),)
+                "DELETE FROM session_tombstones WHERE expired_at < ?", (time_text(expired_before),)
             )
             return cursor.rowcount
 
@@ -238,7 +184,7 @@ class SqliteSessionStore:
         def read(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
             rows: list[tuple[object, ...]] = conn.execute(
                 f"SELECT {_COLUMNS} FROM sessions WHERE created_at < ?",  # noqa: S608 - constant column list
-                (_ts(cutoff),),
+                (time_text(cutoff),),
             ).fetchall()
             return rows
 
@@ -251,64 +197,3 @@ class SqliteSessionStore:
             return int(n)
 
         return await self._db.run(read)
-
-    # ----- workspaces ----------------------------------------------------------------------
-
-    def _decode_workspace(self, row: tuple[object, ...]) -> WorkspaceRecord | None:
-        try:
-            return _workspace(row)
-        except ROW_ERRORS as exc:
-            self._db.unreadable("workspaces", {"principal": row[0], "context_id": row[1]}, exc)
-            return None
-
-    async def workspace(self, principal: str, context_id: str) -> WorkspaceRecord | None:
-        def read(conn: sqlite3.Connection) -> tuple[object, ...] | None:
-            row: tuple[object, ...] | None = conn.execute(
-                f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces "  # noqa: S608 - constant column list
-                "WHERE principal = ? AND context_id = ?",
-                (principal, context_id),
-            ).fetchone()
-            return row
-
-        row = await self._db.run(read)
-        return self._decode_workspace(row) if row else None
-
-    async def put_workspace(self, record: WorkspaceRecord) -> None:
-        values = (
-            record.principal,
-            record.context_id,
-            record.mode,
-            record.path,
-            record.branch,
-            record.base,
-            _ts(record.created_at),
-            record.git_dir,
-        )
-
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT OR REPLACE INTO workspaces ({_WORKSPACE_COLUMNS}) "  # noqa: S608 - constant column list
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
-
-        await self._db.run(write)
-
-    async def delete_workspace(self, principal: str, context_id: str) -> None:
-        def remove(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "DELETE FROM workspaces WHERE principal = ? AND context_id = ?",
-                (principal, context_id),
-            )
-
-        await self._db.run(remove)
-
-    async def workspaces(self) -> list[WorkspaceRecord]:
-        def read(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
-            rows: list[tuple[object, ...]] = conn.execute(
-                f"SELECT {_WORKSPACE_COLUMNS} FROM workspaces ORDER BY created_at"  # noqa: S608 - constant column list
-            ).fetchall()
-            return rows
-
-        rows = await self._db.run(read)
-        return [r for r in map(self._decode_workspace, rows) if r is not None]

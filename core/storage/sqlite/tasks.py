@@ -17,14 +17,15 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from core.storage.queued import Queued
-from core.storage.sqlite.database import SqliteDatabase
-from core.storage.tasks import (
+from core.storage.contracts import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     StaleWriteError,
     TaskPage,
     TaskQuery,
+)
+from core.storage.queued import Queued
+from core.storage.rows import (
     cursor_of,
     decode_cursor,
     decode_task,
@@ -32,6 +33,7 @@ from core.storage.tasks import (
     sort_key,
     unreadable_task,
 )
+from core.storage.sqlite.database import SqliteDatabase, SqliteStore
 from core.wire.base import format_timestamp
 from core.wire.enums import TaskState
 from core.wire.models import Task
@@ -75,20 +77,13 @@ def _disk_takes_a_page(directory: Path) -> None:
         os.fsync(probe.fileno())
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(SqliteStore):
+    SCHEMA = _SCHEMA
+    NAME = "task store"
+
     def __init__(self, path: Path, *, db: SqliteDatabase | None = None) -> None:
-        """`db`: the daemon's shared database on `path` (else one of its own)."""
-        if db is None:
-            db = SqliteDatabase(path, name="task store")
-        db.add_schema(_SCHEMA)
-        self._db = db
+        super().__init__(path, db=db)
         self._directory = path.parent
-
-    async def open(self) -> None:
-        await self._db.open()
-
-    async def close(self) -> None:
-        await self._db.close()
 
     async def probe(self) -> None:
         def write(conn: sqlite3.Connection) -> None:

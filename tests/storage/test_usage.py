@@ -1,36 +1,23 @@
 """One contract for every UsageStore: memory, SQLite and PostgreSQL keep one row per turn and
-give them back oldest first, whatever they were added in one batch or many."""
+give them back oldest first, whatever they were added in one batch or many; SQLite and
+PostgreSQL keep them across a reopen."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-
 import pytest
 
-from core.storage.postgres.database import PostgresDatabase
-from core.storage.postgres.usage import PostgresUsageStore
-from core.storage.usage import InMemoryUsageStore, SqliteUsageStore, TurnUsage, UsageStore
-from harness.postgres import fresh_database
+from core.storage.contracts import TurnUsage, UsageStore
+from core.storage.kinds import Storage
+from tests.storage.conftest import Engine
 
 
 def usage(task: str, at: float, **fields: object) -> TurnUsage:
     return TurnUsage(task, "p", f"ctx-{task}", at, **fields)  # type: ignore[arg-type]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[UsageStore]:
-    factories: dict[str, Callable[[], UsageStore]] = {
-        "memory": InMemoryUsageStore,
-        "sqlite": lambda: SqliteUsageStore(tmp_path / "u.sqlite3"),
-    }
-    if request.param == "postgres":
-        url = await fresh_database(request.getfixturevalue("postgres_server"))
-        factories["postgres"] = lambda: PostgresUsageStore(PostgresDatabase(url))
-    opened = factories[request.param]()
-    await opened.open()
-    yield opened
-    await opened.close()
+@pytest.fixture
+def store(storage: Storage) -> UsageStore:
+    return storage.usage
 
 
 async def test_every_field_of_a_row_comes_back(store: UsageStore) -> None:
@@ -70,3 +57,13 @@ async def test_writes_queued_together_are_all_kept(store: UsageStore) -> None:
 
 async def test_an_empty_store_loads_nothing(store: UsageStore) -> None:
     assert await store.load() == []
+
+
+async def test_rows_survive_a_reopen(durable_engine: Engine) -> None:
+    async with durable_engine.opened() as first:
+        await first.usage.add(usage("t1", 1.0, input_tokens=3))
+
+    async with durable_engine.opened() as second:
+        rows = await second.usage.load()
+
+    assert rows == [usage("t1", 1.0, input_tokens=3)]

@@ -1,19 +1,14 @@
 """One contract for every PushStore (configs and the outbox): memory, SQLite and PostgreSQL
-behave alike; SQLite's outbox survives a reopen."""
+behave alike; the outbox survives a reopen on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-
 import pytest
 
-from core.storage.postgres.database import PostgresDatabase
-from core.storage.postgres.push import PostgresPushStore
-from core.storage.push import Delivery, InMemoryPushStore, PushStore, PushVersion, StoredConfig
-from core.storage.sqlite.push import SqlitePushStore
+from core.storage.contracts import Delivery, PushStore, PushVersion, StoredConfig
+from core.storage.kinds import Storage
 from core.wire.models import TaskPushNotificationConfig
-from harness.postgres import fresh_database
+from tests.storage.conftest import Engine
 
 
 def config(task: str, config_id: str, url: str = "https://hooks.example/a") -> StoredConfig:
@@ -31,19 +26,9 @@ def delivery(task: str, config_id: str, body: str) -> Delivery:
     return Delivery(0, "p", "1.0", config(task, config_id).config, body)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[PushStore]:
-    factories: dict[str, Callable[[], PushStore]] = {
-        "memory": InMemoryPushStore,
-        "sqlite": lambda: SqlitePushStore(tmp_path / "p.sqlite3"),
-    }
-    if request.param == "postgres":
-        url = await fresh_database(request.getfixturevalue("postgres_server"))
-        factories["postgres"] = lambda: PostgresPushStore(PostgresDatabase(url))
-    opened = factories[request.param]()
-    await opened.open()
-    yield opened
-    await opened.close()
+@pytest.fixture
+def store(storage: Storage) -> PushStore:
+    return storage.push
 
 
 async def test_a_config_is_kept_with_its_version_and_replaced_by_id(store: PushStore) -> None:
@@ -118,18 +103,11 @@ async def test_a_delivery_outlives_its_config(store: PushStore) -> None:
     assert [d.body for d in await store.pending()] == ['{"kept":true}']
 
 
-async def test_sqlite_outbox_survives_a_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "p.sqlite3"
-    first = SqlitePushStore(path)
-    await first.open()
-    await first.put_config(config("t1", "c1"))
-    await first.add_deliveries([delivery("t1", "c1", '{"pending":true}')])
-    await first.close()
+async def test_the_outbox_survives_a_reopen(durable_engine: Engine) -> None:
+    async with durable_engine.opened() as first:
+        await first.push.put_config(config("t1", "c1"))
+        await first.push.add_deliveries([delivery("t1", "c1", '{"pending":true}')])
 
-    again = SqlitePushStore(path)
-    await again.open()
-    try:
-        assert [d.body for d in await again.pending()] == ['{"pending":true}']
-        assert await again.watched_tasks() == {"t1"}
-    finally:
-        await again.close()
+    async with durable_engine.opened() as again:
+        assert [d.body for d in await again.push.pending()] == ['{"pending":true}']
+        assert await again.push.watched_tasks() == {"t1"}

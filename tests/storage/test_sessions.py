@@ -1,20 +1,18 @@
-"""Both session stores honour one contract; the SQLite one survives a reopen."""
+"""The SessionStore contract on memory, SQLite and PostgreSQL; mappings and tombstones survive
+a reopen on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from core.sessions.policy import is_expired
+from core.storage.contracts import SessionRecord, SessionStore
+from core.storage.kinds import Storage
 from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.sessions import PostgresSessionStore
-from core.storage.sessions import InMemorySessionStore, SessionRecord, SessionStore, WorkspaceRecord
-from core.storage.sqlite.sessions import SqliteSessionStore
-from harness.postgres import fresh_database
+from tests.storage.conftest import Engine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -25,19 +23,9 @@ def record(
     return SessionRecord(principal, context, "scripted", session, created, created)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    factories: dict[str, Callable[[], SessionStore]] = {
-        "memory": InMemorySessionStore,
-        "sqlite": lambda: SqliteSessionStore(tmp_path / "s.sqlite3"),
-    }
-    if request.param == "postgres":
-        url = await fresh_database(request.getfixturevalue("postgres_server"))
-        factories["postgres"] = lambda: PostgresSessionStore(PostgresDatabase(url))
-    opened = factories[request.param]()
-    await opened.open()
-    yield opened
-    await opened.close()
+@pytest.fixture
+def store(storage: Storage) -> SessionStore:
+    return storage.sessions
 
 
 async def test_put_replaces_the_mapping_of_a_key(store: SessionStore) -> None:
@@ -83,16 +71,12 @@ async def test_records_round_trip(store: SessionStore) -> None:
     assert await store.get("p", "c") == original
 
 
-async def test_sqlite_mappings_survive_a_reopen(tmp_path: Path) -> None:
-    first = SqliteSessionStore(tmp_path / "s.sqlite3")
-    await first.open()
-    await first.put(record("c", "s1"))
-    await first.close()
-    second = SqliteSessionStore(tmp_path / "s.sqlite3")
-    await second.open()
+async def test_mappings_survive_a_reopen(durable_engine: Engine) -> None:
+    async with durable_engine.opened() as first:
+        await first.sessions.put(record("c", "s1"))
 
-    got = await second.get("p", "c")
-    await second.close()
+    async with durable_engine.opened() as second:
+        got = await second.sessions.get("p", "c")
 
     assert got == record("c", "s1")
 
@@ -163,17 +147,13 @@ async def test_purge_tombstones_forgets_only_the_older_ones(store: SessionStore)
     assert await store.take_tombstone("p", "new") is True
 
 
-async def test_sqlite_tombstones_survive_a_reopen(tmp_path: Path) -> None:
-    first = SqliteSessionStore(tmp_path / "s.sqlite3")
-    await first.open()
-    await first.put(record("c", "s1"))
-    await first.expire_many([record("c", "s1")], T0)
-    await first.close()
-    second = SqliteSessionStore(tmp_path / "s.sqlite3")
-    await second.open()
+async def test_tombstones_survive_a_reopen(durable_engine: Engine) -> None:
+    async with durable_engine.opened() as first:
+        await first.sessions.put(record("c", "s1"))
+        await first.sessions.expire_many([record("c", "s1")], T0)
 
-    taken = await second.take_tombstone("p", "c")
-    await second.close()
+    async with durable_engine.opened() as second:
+        taken = await second.sessions.take_tombstone("p", "c")
 
     assert taken is True
 
@@ -194,52 +174,3 @@ async def test_postgres_sweep_candidates_come_from_one_replica_only(postgres_url
         assert [r.session_id for r in await second.created_before(later)] == ["s1"]
     finally:
         await second.close()
-
-
-def workspace(context: str, principal: str = "p", git_dir: str | None = None) -> WorkspaceRecord:
-    return WorkspaceRecord(
-        principal, context, "worktree", f"/w/{context}", f"a2a/{context}", "abc123", T0, git_dir
-    )
-
-
-async def test_workspaces_round_trip_and_are_scoped_by_principal(store: SessionStore) -> None:
-    mine, copy = workspace("c"), workspace("d", git_dir="/w/d.git")
-    await store.put_workspace(mine)
-    await store.put_workspace(copy)
-    await store.put_workspace(workspace("c", principal="q"))
-
-    assert await store.workspace("p", "c") == mine
-    assert await store.workspace("p", "d") == copy
-    assert len(await store.workspaces()) == 3
-    await store.delete_workspace("p", "c")
-    assert await store.workspace("p", "c") is None
-    assert await store.workspace("q", "c") == workspace("c", principal="q")
-
-
-async def test_a_state_file_from_before_workspaces_opens_and_keeps_its_sessions(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "old.sqlite3"
-    with sqlite3.connect(path) as conn:  # the sessions table as it was before workspaces
-        conn.execute(
-            "CREATE TABLE sessions (principal TEXT NOT NULL, context_id TEXT NOT NULL, "
-            "backend TEXT NOT NULL, session_id TEXT NOT NULL, created_at TEXT NOT NULL, "
-            "last_used_at TEXT NOT NULL, turns INTEGER NOT NULL DEFAULT 0, "
-            "PRIMARY KEY (principal, context_id))"
-        )
-        conn.execute(
-            "INSERT INTO sessions VALUES "
-            "('p', 'c', 'claude', 's1', '2026-01-01T00:00:00.000000Z', "
-            "'2026-01-01T00:00:00.000000Z', 2)"
-        )
-    store = SqliteSessionStore(path)
-    await store.open()
-    try:
-        kept = await store.get("p", "c")
-        await store.put_workspace(workspace("c"))
-        found = await store.workspaces()
-    finally:
-        await store.close()
-
-    assert kept is not None and kept.session_id == "s1"
-    assert found == [workspace("c")]

@@ -1,23 +1,22 @@
-"""One contract for every TaskStore: the in-memory store and the SQLite store behave alike."""
+"""The TaskStore contract: memory, SQLite and PostgreSQL (tests/storage/conftest.py) behave
+alike; what SQLite and PostgreSQL keep survives a reopen; PostgreSQL's replica cases last."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from core.storage.contracts import StaleWriteError, TaskQuery, TaskStore
+from core.storage.kinds import Storage
 from core.storage.postgres.database import PostgresDatabase
 from core.storage.postgres.tasks import PostgresTaskStore
-from core.storage.sqlite.tasks import SqliteTaskStore
-from core.storage.tasks import InMemoryTaskStore, StaleWriteError, TaskQuery, TaskStore
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import Artifact, Message, Part, Task, TaskStatus
-from harness.postgres import fresh_database
+from tests.storage.conftest import Engine
 
 ALICE = "alice"
 BOB = "bob"
@@ -73,21 +72,9 @@ def rich_task() -> Task:
     )
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    chosen: TaskStore
-    if request.param == "memory":
-        chosen = InMemoryTaskStore()
-    elif request.param == "postgres":
-        url = await fresh_database(request.getfixturevalue("postgres_server"))
-        chosen = PostgresTaskStore(PostgresDatabase(url))
-    else:
-        chosen = SqliteTaskStore(tmp_path / "t.sqlite3")
-    await chosen.open()
-    try:
-        yield chosen
-    finally:
-        await chosen.close()
+@pytest.fixture
+def store(storage: Storage) -> TaskStore:
+    return storage.tasks
 
 
 def ids(tasks: list[Task]) -> list[str]:
@@ -439,24 +426,15 @@ async def test_purge_terminal_deletes_only_old_terminal_tasks(store: TaskStore) 
     assert await store.purge_terminal(cutoff) == 0
 
 
-async def test_sqlite_data_survives_close_and_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "t.sqlite3"
+async def test_data_survives_close_and_reopen(durable_engine: Engine) -> None:
     task = rich_task()
-    first = SqliteTaskStore(path)
-    await first.open()
-    try:
-        await first.save(ALICE, task)
-        await first.save(ALICE, make_task("t-old", when=at(0)))
-    finally:
-        await first.close()
+    async with durable_engine.opened() as first:
+        await first.tasks.save(ALICE, task)
+        await first.tasks.save(ALICE, make_task("t-old", when=at(0)))
 
-    second = SqliteTaskStore(path)
-    await second.open()
-    try:
-        loaded = await second.get(ALICE, "t-rich")
-        page = await second.list(ALICE, TaskQuery())
-    finally:
-        await second.close()
+    async with durable_engine.opened() as second:
+        loaded = await second.tasks.get(ALICE, "t-rich")
+        page = await second.tasks.list(ALICE, TaskQuery())
 
     assert loaded is not None
     assert loaded.dump() == task.dump()
