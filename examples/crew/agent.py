@@ -41,7 +41,6 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 from pydantic import Field
 
-from examples.crew.changes import PATCH_FILE, job_patch
 from examples.crew.daemon import (
     AgentBlock,
     ArtifactOut,
@@ -60,13 +59,14 @@ from examples.crew.daemon import (
     Turn,
     safe_failure,
 )
-from examples.crew.events import NobodyAsker, NullObserver, PresetAnswers, StepStatus
-from examples.crew.job import JobError, JobResult, new_job_id, run_job
-from examples.crew.ledger import Ledger
-from examples.crew.plan import Plan, PlanError, load_plan
-from examples.crew.report import build_report
-from examples.crew.runner import age
-from examples.crew.states import ENDED_JOBS, INTERRUPTED, JobState, StepState
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.ledger.states import ENDED_JOBS, INTERRUPTED, JobState, StepState
+from examples.crew.plan.changes import PATCH_FILE, job_patch
+from examples.crew.plan.plan import Plan, PlanError, load_plan
+from examples.crew.run.job import JobError, JobResult, new_job_id, run_job
+from examples.crew.run.runner import age
+from examples.crew.show.events import NobodyAsker, NullObserver, PresetAnswers, StepStatus
+from examples.crew.show.report import build_report
 
 
 class CrewConfig(AgentBlock):

@@ -19,16 +19,16 @@ from pathlib import Path
 import anyio
 
 from examples.crew.agent import serve_overrides
-from examples.crew.changes import ApplyError, apply_patch, job_patch
+from examples.crew.agents.fleet import READY_TIMEOUT, FleetError, default_state, down, up, wanted
 from examples.crew.daemon import ConfigError, load, logs, serve
-from examples.crew.events import Asker, NobodyAsker, PresetAnswers
-from examples.crew.fleet import READY_TIMEOUT, FleetError, default_state, down, up, wanted
-from examples.crew.job import JobError, JobResult, close, connect, new_job_id, run_job
-from examples.crew.ledger import Ledger, LedgerError
-from examples.crew.plan import Plan, PlanError, load_plan
-from examples.crew.report import build_report
-from examples.crew.states import JobState
-from examples.crew.view import LineView, TerminalAsker, TerminalView
+from examples.crew.ledger.ledger import Ledger, LedgerError
+from examples.crew.ledger.states import JobState
+from examples.crew.plan.changes import ApplyError, apply_patch, job_patch
+from examples.crew.plan.plan import Plan, PlanError, load_plan
+from examples.crew.run.job import JobError, JobResult, close, connect, new_job_id, run_job
+from examples.crew.show.events import Asker, NobodyAsker, PresetAnswers
+from examples.crew.show.report import build_report
+from examples.crew.show.view import LineView, TerminalAsker, TerminalView
 
 EXIT = {JobState.DONE: 0, JobState.PARTIAL: 1, JobState.FAILED: 1, JobState.NEEDS_INPUT: 3}
 

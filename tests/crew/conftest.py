@@ -18,10 +18,10 @@ from aiohttp.test_utils import TestServer
 
 from core.daemon import create_app
 from core.storage.memory import InMemoryTaskStore
-from examples.crew.events import Asker, NobodyAsker, NullObserver, Observer
-from examples.crew.job import JobResult, run_job
-from examples.crew.ledger import Ledger
-from examples.crew.plan import Plan, parse_plan
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.plan.plan import Plan, parse_plan
+from examples.crew.run.job import JobResult, run_job
+from examples.crew.show.events import Asker, NobodyAsker, NullObserver, Observer
 from tests.conftest import make_settings
 from tests.crew.agents import CrewBackend
 

@@ -16,7 +16,7 @@ from typing import IO
 
 import anyio
 
-from examples.crew.demo import REPO, DemoAgent
+from examples.crew.demo.phases import REPO, DemoAgent
 
 EXE = Path(sys.executable).with_name("a2a-wrapper")
 START_TIMEOUT = 60.0

@@ -11,7 +11,7 @@ import anyio
 from a2a.types import CancelTaskRequest, SendMessageRequest, TaskState
 
 from examples.crew.agent import CrewAgent, CrewConfig
-from examples.crew.events import NobodyAsker, PresetAnswers
+from examples.crew.show.events import NobodyAsker, PresetAnswers
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
 from tests.crew.test_alternates import closed_port

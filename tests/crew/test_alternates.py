@@ -15,9 +15,9 @@ import anyio
 import pytest
 from aiohttp.test_utils import TestServer
 
-from examples.crew.job import JobError
-from examples.crew.ledger import Ledger
-from examples.crew.plan import parse_plan
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.plan.plan import parse_plan
+from examples.crew.run.job import JobError
 from tests.crew.agents import CrewBackend, RoleBackend
 from tests.crew.busy import BusyAgent
 from tests.crew.conftest import RunCrew, StartAgent

@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 from a2a.types import GetTaskRequest, SendMessageRequest, TaskState
 
-from examples.crew.events import Question
-from examples.crew.ledger import Ledger
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.show.events import Question
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent, plan_of
 from tests.crew.test_agent import behind_a_crew

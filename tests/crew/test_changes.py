@@ -20,9 +20,9 @@ from a2a.types import SendMessageRequest, TaskState
 
 from core.daemon import create_app
 from examples.crew.agent import CrewAgent, CrewConfig
-from examples.crew.changes import ApplyError, apply_patch, job_dir, job_patch
-from examples.crew.ledger import Ledger
-from examples.crew.plan import PlanError
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.plan.changes import ApplyError, apply_patch, job_dir, job_patch
+from examples.crew.plan.plan import PlanError
 from tests.conftest import make_settings
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import MakeServer, RunCrew, StartAgent, plan_of

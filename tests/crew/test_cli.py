@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, Process
 from anyio.streams.text import TextReceiveStream
 
-from examples.crew.ledger import Ledger
+from examples.crew.ledger.ledger import Ledger
 from tests.crew import remote
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import StartAgent

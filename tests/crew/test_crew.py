@@ -8,11 +8,11 @@ from typing import cast
 
 import pytest
 
-from examples.crew.client import AgentError, AgentLink
-from examples.crew.events import PresetAnswers, Question
-from examples.crew.job import JobError
-from examples.crew.ledger import Ledger
-from examples.crew.plan import AgentSpec
+from examples.crew.agents.client import AgentError, AgentLink
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.plan.plan import AgentSpec
+from examples.crew.run.job import JobError
+from examples.crew.show.events import PresetAnswers, Question
 from tests.crew import remote
 from tests.crew.agents import CrewBackend, Rendezvous
 from tests.crew.conftest import RunCrew, StartAgent, V03OnlyProxy, plan_of
@@ -473,7 +473,7 @@ async def test_a_message_whose_task_id_was_lost_is_found_not_resent(
     agent = CrewBackend()
     url = await start_agent(agent)
     plan = plan_of({"a": url}, [{"id": "one", "agent": "a", "prompt": "say: once"}])
-    from examples.crew.job import open_job  # noqa: PLC0415 - the test plays the crashed run
+    from examples.crew.run.job import open_job  # noqa: PLC0415 - the test plays the crashed run
 
     job = await open_job(ledger, plan, "job-1", "the input")
     run = await ledger.new_run("job-1", "one", round_=1, agent="a", context_id=job.context_id)

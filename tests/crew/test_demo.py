@@ -15,8 +15,8 @@ import pytest
 
 from core.backend.config import AgentBlock
 from core.settings import load
-from examples.crew.demo import BUILTIN, Manifest
-from examples.crew.plan import load_plan
+from examples.crew.demo.phases import BUILTIN, Manifest
+from examples.crew.plan.plan import load_plan
 from tests.crew.test_fleet import running
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from examples.crew.output import ArtifactView, PartView, parse_json_text, schema_problem, to_output
-from examples.crew.plan import Plan, PlanError, load_plan, parse_plan
-from examples.crew.template import Output, TemplateError, render
+from examples.crew.plan.output import (
+    ArtifactView,
+    PartView,
+    parse_json_text,
+    schema_problem,
+    to_output,
+)
+from examples.crew.plan.plan import Plan, PlanError, load_plan, parse_plan
+from examples.crew.plan.template import Output, TemplateError, render
 
 REPO = Path(__file__).resolve().parents[2]
 AGENTS = {"a": {"card": "http://127.0.0.1:1"}, "b": {"card": "http://127.0.0.1:2/card.json"}}

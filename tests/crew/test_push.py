@@ -10,10 +10,10 @@ import anyio
 import httpx
 from a2a.types import ListTaskPushNotificationConfigsRequest
 
-from examples.crew.events import NobodyAsker, PresetAnswers
-from examples.crew.job import JobResult
-from examples.crew.plan import parse_plan
-from examples.crew.push import TOKEN_HEADER, PushReceiver
+from examples.crew.agents.push import TOKEN_HEADER, PushReceiver
+from examples.crew.plan.plan import parse_plan
+from examples.crew.run.job import JobResult
+from examples.crew.show.events import NobodyAsker, PresetAnswers
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import RunCrew, StartAgent
 from tests.crew.test_serve import sdk

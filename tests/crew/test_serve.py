@@ -32,8 +32,8 @@ from a2a.types import (
 )
 from google.protobuf.json_format import MessageToDict
 
-from examples.crew.demo import DemoAgent
-from examples.crew.ledger import Ledger
+from examples.crew.demo.phases import DemoAgent
+from examples.crew.ledger.ledger import Ledger
 from tests.crew.daemons import daemons
 from tests.interop.conftest import user_msg
 

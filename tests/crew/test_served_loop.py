@@ -15,8 +15,8 @@ from a2a.types import SendMessageRequest, TaskState
 from blockbuster import BlockBuster, BlockingError
 
 from examples.crew.agent import CrewAgent, CrewConfig
-from examples.crew.ledger import Ledger
-from examples.crew.plan import load_plan
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.plan.plan import load_plan
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import StartAgent
 from tests.crew.test_serve import Seen, sdk, watch

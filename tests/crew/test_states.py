@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.crew.ledger import Ledger
-from examples.crew.states import (
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.ledger.states import (
     Activity,
     IllegalTransitionError,
     JobState,
@@ -44,7 +44,7 @@ def test_no_state_string_literal_outside_the_enums() -> None:
     ]
 
     assert len(list(CREW.rglob("*.py"))) > 10  # the walk sees the crew
-    assert not found, "use the enums of examples/crew/states.py:\n  " + "\n  ".join(found)
+    assert not found, "use the enums of examples/crew/ledger/states.py:\n  " + "\n  ".join(found)
 
 
 def test_the_literal_scan_finds_a_state() -> None:
@@ -98,7 +98,7 @@ async def test_the_ledger_tells_its_listeners_every_step_change(ledger: Ledger) 
 
 
 async def test_a_ledger_from_a_newer_crew_is_refused(tmp_path: Path) -> None:
-    from examples.crew.ledger_schema import LATEST, LedgerTooNewError  # noqa: PLC0415
+    from examples.crew.ledger.schema import LATEST, LedgerTooNewError  # noqa: PLC0415
 
     async with Ledger.opened(tmp_path / "l.sqlite3") as ledger:
         await ledger.create_job("j", "crew", "d", "i", "c")
@@ -117,7 +117,7 @@ async def test_a_file_that_is_not_a_crew_ledger_is_refused_and_left_as_it_was(
 ) -> None:
     import sqlite3  # noqa: PLC0415 - another program's database, made by hand
 
-    from examples.crew.ledger import LedgerError  # noqa: PLC0415
+    from examples.crew.ledger.ledger import LedgerError  # noqa: PLC0415
 
     other = tmp_path / "other.sqlite3"
     with sqlite3.connect(other) as db:

@@ -10,8 +10,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from core.daemon import create_app
 from core.storage.memory import InMemoryTaskStore
-from examples.crew.client import trace_id_of
-from examples.crew.events import NobodyAsker, PresetAnswers
+from examples.crew.agents.client import trace_id_of
+from examples.crew.show.events import NobodyAsker, PresetAnswers
 from tests.conftest import make_settings
 from tests.crew.agents import CrewBackend
 from tests.crew.conftest import MakeServer, RunCrew, plan_of

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 
-from examples.crew.events import StepStatus
-from examples.crew.states import RunState, StepState
-from examples.crew.view import LineView, TerminalView
+from examples.crew.ledger.states import RunState, StepState
+from examples.crew.show.events import StepStatus
+from examples.crew.show.view import LineView, TerminalView
 
 
 def test_lines_only_when_something_changes() -> None:

@@ -5,8 +5,8 @@ api -> settings -> cluster -> push, usage, workspaces -> engine -> sessions -> s
 registry -> wire, backend), each importing only the ones below it; aiohttp only in
 core/bindings/http, grpc only in core/bindings/grpc; nothing in core imports `wrappers` except
 the registry; bench/ and examples/ import nothing from tests and a wrapper only through its
-package. Every import statement counts, including ones inside functions and under
-TYPE_CHECKING.
+package; examples/crew's parts (`CREW_LAYERS`) point down too, and reach core through one
+door. Every import statement counts, including ones inside functions and under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -97,17 +97,31 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 NOT_YET: dict[tuple[str, str], str] = {}
 
 
-def package_of(module: str) -> str | None:
-    """The layered package `module` (dotted) belongs to, or None outside core."""
-    for layer in LAYERS:
+# The crew's parts, top to bottom, by the same rule: what a person runs, then the run, the
+# agents and what a person sees of a job, the plan, the ledger, and the one door into core.
+CREW_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("examples.crew.__main__",),
+    ("examples.crew.cli",),
+    ("examples.crew.agent", "examples.crew.demo"),
+    ("examples.crew.run",),
+    ("examples.crew.agents", "examples.crew.show"),
+    ("examples.crew.plan",),
+    ("examples.crew.ledger",),
+    ("examples.crew.daemon",),
+)
+
+
+def package_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> str | None:
+    """The layered package `module` (dotted) belongs to, or None outside `layers`."""
+    for layer in layers:
         for package in layer:
             if within(module, package):
                 return package
     return None
 
 
-def layer_of(package: str) -> int:
-    return next(i for i, layer in enumerate(LAYERS) if package in layer)
+def layer_of(package: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int:
+    return next(i for i, layer in enumerate(layers) if package in layer)
 
 
 def module_of(file: str) -> str:
@@ -119,13 +133,15 @@ def excepted(i: Import) -> bool:
     return any(i.file == file and within(i.module, target) for file, target in NOT_YET)
 
 
-def layer_violations(imports: Iterable[Import]) -> list[str]:
+def layer_violations(
+    imports: Iterable[Import], layers: tuple[tuple[str, ...], ...] = LAYERS
+) -> list[str]:
     found = []
     for i in imports:
-        source, target = package_of(module_of(i.file)), package_of(i.module)
+        source, target = package_of(module_of(i.file), layers), package_of(i.module, layers)
         if source is None or target is None or source == target or excepted(i):
             continue
-        if layer_of(target) <= layer_of(source):
+        if layer_of(target, layers) <= layer_of(source, layers):
             found.append(f"{i} ({source} may not import {target})")
     return found
 
@@ -264,6 +280,32 @@ def test_core_layers_point_down() -> None:
     violations = layer_violations(project_imports())
 
     assert not violations, "imports against the layers:\n  " + "\n  ".join(violations)
+
+
+def test_crew_layers_point_down() -> None:
+    violations = layer_violations(project_imports(), CREW_LAYERS)
+
+    assert not violations, "imports against the crew's layers:\n  " + "\n  ".join(violations)
+
+
+def test_every_crew_part_has_a_layer() -> None:
+    crew = ROOT / "examples" / "crew"
+    parts = {module_of(p.relative_to(ROOT).as_posix()) for p in crew.glob("*.py")}
+    parts |= {module_of(p.relative_to(ROOT).as_posix()) for p in crew.glob("*/__init__.py")}
+
+    unplaced = sorted(p for p in parts if p != "examples.crew")
+    assert len(unplaced) > 5  # the walk sees the crew's modules and folders
+    assert [p for p in unplaced if package_of(p, CREW_LAYERS) is None] == []
+
+
+def test_an_arrow_up_the_crew_is_caught() -> None:
+    imports = imports_in("from examples.crew.run.job import run_job", "examples/crew/plan/x.py")
+
+    assert layer_violations(imports, CREW_LAYERS)
+    assert not layer_violations(
+        imports_in("from examples.crew.plan.plan import Plan", "examples/crew/run/x.py"),
+        CREW_LAYERS,
+    )
 
 
 def test_every_core_package_has_a_layer() -> None:

@@ -35,18 +35,18 @@ from pathlib import Path
 
 import anyio
 
-from examples.crew.events import NobodyAsker
-from examples.crew.fleet import alive, recorded
-from examples.crew.job import JobError, run_job
-from examples.crew.ledger import Ledger
-from examples.crew.mock_models import MockModelError, Script, running
-from examples.crew.plan import Plan, PlanError, load_plan
-from examples.crew.runner import JobOutcome
-from examples.crew.states import RunState, StepState
-from examples.crew.view import LineView
+from examples.crew.agents.fleet import alive, recorded
+from examples.crew.demo.mock_models import MockModelError, Script, running
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.ledger.states import RunState, StepState
+from examples.crew.plan.plan import Plan, PlanError, load_plan
+from examples.crew.run.job import JobError, run_job
+from examples.crew.run.runner import JobOutcome
+from examples.crew.show.events import NobodyAsker
+from examples.crew.show.view import LineView
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+HERE = Path(__file__).resolve().parent  # examples/crew/demo: the manifests are beside it
+REPO = HERE.parents[2]
 BUILTIN = ("claude", "codex", "opencode", "copilot")
 JOB = "crew-demo"
 PHASES = ("demo", "fix-until-green", "review")
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.review
             else ["demo"]
         )
-        manifests = [HERE / "demo" / f"{name}.json" for name in names]
+        manifests = [HERE / f"{name}.json" for name in names]
     work = Path(tempfile.mkdtemp(prefix="crew-demo-"))
     failed = []
     try:
@@ -350,7 +350,3 @@ def main(argv: list[str] | None = None) -> int:
     for name, code in failed:
         print(f"demo: phase {name} failed (exit {code})", file=sys.stderr)
     return max((code for _, code in failed), default=0)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -18,10 +18,10 @@ from a2a.utils.errors import A2AError
 from google.protobuf.json_format import MessageToDict, ParseError
 from packaging.version import InvalidVersion, Version
 
-from examples.crew.changes import is_patch_media
-from examples.crew.output import ArtifactView, PartView
-from examples.crew.plan import AgentSpec
-from examples.crew.states import INTERRUPTED, TERMINAL, RunState
+from examples.crew.ledger.states import INTERRUPTED, TERMINAL, RunState
+from examples.crew.plan.changes import is_patch_media
+from examples.crew.plan.output import ArtifactView, PartView
+from examples.crew.plan.plan import AgentSpec
 
 WRAPPER_KEY = "a2aWrapper"  # where a2a-wrapper daemons put backend, session, usage, errors
 BINDINGS = ("JSONRPC", "HTTP+JSON")

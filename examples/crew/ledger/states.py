@@ -1,5 +1,5 @@
 """The crew's states: a job's, a step's and a remote task's (a run's), each an enum with the
-table of its legal transitions. The ledger (examples/crew/ledger.py) is the only writer of
+table of its legal transitions. The ledger (examples/crew/ledger/ledger.py) is the only writer of
 job, step and run states and checks every change against these tables.
 
 The values are what the ledger stores and the report shows; a run's remote states are the A2A

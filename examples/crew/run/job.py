@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 
 import anyio
 
-from examples.crew.changes import save_job_patch
-from examples.crew.client import AgentError, AgentLink, trace_id_of
-from examples.crew.events import Asker, Observer
-from examples.crew.ledger import JobRow, Ledger
-from examples.crew.plan import Plan
-from examples.crew.push import PushReceiver
-from examples.crew.report import AgentInfo, build_report
-from examples.crew.runner import Crew, JobOutcome
-from examples.crew.states import JobState, StepState
+from examples.crew.agents.client import AgentError, AgentLink, trace_id_of
+from examples.crew.agents.push import PushReceiver
+from examples.crew.ledger.ledger import JobRow, Ledger
+from examples.crew.ledger.states import JobState, StepState
+from examples.crew.plan.changes import save_job_patch
+from examples.crew.plan.plan import Plan
+from examples.crew.run.runner import Crew, JobOutcome
+from examples.crew.show.events import Asker, Observer
+from examples.crew.show.report import AgentInfo, build_report
 
 
 class JobError(Exception):

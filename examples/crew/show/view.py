@@ -13,8 +13,8 @@ from typing import TextIO
 
 import anyio
 
-from examples.crew.events import Question, StepStatus
-from examples.crew.states import Activity, RunState, StepState
+from examples.crew.ledger.states import Activity, RunState, StepState
+from examples.crew.show.events import Question, StepStatus
 
 _COLORS: dict[StepState | RunState | Activity, str] = {
     StepState.DONE: "32",

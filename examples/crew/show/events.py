@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from examples.crew.ledger_schema import RunRow
-from examples.crew.states import OPEN_RUNS, Activity, RunState, StepState
+from examples.crew.ledger.schema import RunRow
+from examples.crew.ledger.states import OPEN_RUNS, Activity, RunState, StepState
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from examples.crew.daemon import ConfigError, substitute
-from examples.crew.template import StepRef, TemplateError, references
+from examples.crew.plan.template import StepRef, TemplateError, references
 
 
 class PlanError(ValueError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from examples.crew.states import OPEN_RUNS, JobState, RunState, StepState
+from examples.crew.ledger.states import OPEN_RUNS, JobState, RunState, StepState
 
 
 class LedgerError(RuntimeError):

@@ -5,7 +5,7 @@
     {{steps.review.data}}         its JSON (a data part, or the text parsed as JSON)
     {{steps.review.data.notes}}   one field of that JSON (dotted path; list indexes are numbers)
     {{steps.write.changes}}       the files its agent changed (status, +/- lines), over the
-                                  step and its revisions (examples/crew/changes.py)
+                                  step and its revisions (examples/crew/plan/changes.py)
 
 Rendering is one pass over the template: text that comes out of an agent is never scanned for
 placeholders again. Every step output is inserted as a quoted block that says where it came

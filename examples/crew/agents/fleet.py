@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from examples.crew.plan import Plan
+from examples.crew.plan.plan import Plan
 
 EXE = Path(sys.executable).with_name("a2a-wrapper")
 RECORD = "daemons.json"

@@ -34,10 +34,8 @@ from a2a.types import (
     UnsupportedOperationError,
 )
 
-from examples.crew.changes import PATCH_MEDIA_TYPE
-from examples.crew.plan import AgentSpec
-from examples.crew.push import PushReceiver
-from examples.crew.sdk import (
+from examples.crew.agents.push import PushReceiver
+from examples.crew.agents.sdk import (
     AgentBusyError,
     AgentError,
     AgentUnreachableError,
@@ -52,6 +50,8 @@ from examples.crew.sdk import (
     to_update,
     translated,
 )
+from examples.crew.plan.changes import PATCH_MEDIA_TYPE
+from examples.crew.plan.plan import AgentSpec
 
 __all__ = [
     "AgentBusyError",

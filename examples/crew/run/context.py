@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 
 import anyio
 
-from examples.crew.client import AgentLink
-from examples.crew.events import Asker, Board
-from examples.crew.ledger import Ledger
-from examples.crew.ledger_schema import RunRow
-from examples.crew.plan import Plan, StepSpec
-from examples.crew.template import Output
+from examples.crew.agents.client import AgentLink
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.ledger.schema import RunRow
+from examples.crew.plan.plan import Plan, StepSpec
+from examples.crew.plan.template import Output
+from examples.crew.show.events import Asker, Board
 
 
 class AttemptFailedError(Exception):

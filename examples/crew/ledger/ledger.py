@@ -1,6 +1,6 @@
 """The ledger: what a job has done, in SQLite, so a job can be resumed after any crash.
 
-Tables (examples/crew/ledger_schema.py): `jobs` (plan digest, input, contextId, state),
+Tables (examples/crew/ledger/schema.py): `jobs` (plan digest, input, contextId, state),
 `steps` (one row per job and step: state, rounds), `runs` (one row per remote task a step
 sent: agent, messageId, contextId, taskId, state, artifacts, usage), `sent_changes` (which
 patches a run's message carried) and `agent_tasks` (a served crew's tasks -> jobs). A run row is
@@ -10,7 +10,7 @@ are followed, and a message whose task id never came back is looked up before it
 
 Contract:
 - The ledger is the one owner of job, step and run states: every change goes through it and is
-  checked against examples/crew/states.py's tables, inside the write's own transaction.
+  checked against examples/crew/ledger/states.py's tables, inside the write's own transaction.
 - Every call runs on the daemon's SQLite layer (one connection on a worker thread, group
   commit): awaiting a ledger call never blocks the event loop, so a crew served by our daemon
   leaves it free. Each write is committed before the call returns.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from examples.crew.daemon import SqliteDatabase
-from examples.crew.ledger_schema import (
+from examples.crew.ledger.schema import (
     AgentRecord,
     JobRow,
     LedgerError,
@@ -40,7 +40,7 @@ from examples.crew.ledger_schema import (
     seconds_between,
     step_row,
 )
-from examples.crew.states import (
+from examples.crew.ledger.states import (
     AGENT_FAILURES,
     JobState,
     RunState,

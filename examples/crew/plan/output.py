@@ -13,8 +13,8 @@ from typing import Any
 
 import jsonschema
 
-from examples.crew.changes import CHANGES_ARTIFACT
-from examples.crew.template import Output
+from examples.crew.plan.changes import CHANGES_ARTIFACT
+from examples.crew.plan.template import Output
 
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*\s*\n(.*?)\n\s*```", re.S)
 
@@ -65,7 +65,7 @@ def parse_json_text(text: str) -> Any:
 def to_output(artifacts: list[ArtifactView]) -> Output:
     """Text: every text part, in order. Data: the last data part, else the text as JSON. The
     `changes` artifact (what the agent edited) is not the answer: it is read apart, by
-    examples.crew.changes."""
+    examples.crew.plan.changes."""
     artifacts = [a for a in artifacts if a.name != CHANGES_ARTIFACT]
     texts = [p.text for a in artifacts for p in a.parts if p.text is not None]
     datas = [p.data for a in artifacts for p in a.parts if p.data is not None]

@@ -10,10 +10,10 @@ from datetime import datetime
 
 import anyio
 
-from examples.crew.changes import PATCH_FILE, combine, job_changes, job_dir, summary
-from examples.crew.ledger import JobRow, Ledger, RunRow, StepRow
-from examples.crew.plan import Plan, StepSpec
-from examples.crew.states import RunState, StepState
+from examples.crew.ledger.ledger import JobRow, Ledger, RunRow, StepRow
+from examples.crew.ledger.states import RunState, StepState
+from examples.crew.plan.changes import PATCH_FILE, combine, job_changes, job_dir, summary
+from examples.crew.plan.plan import Plan, StepSpec
 
 MAX_RESULT_CHARS = 6000
 

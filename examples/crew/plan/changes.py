@@ -22,9 +22,9 @@ from typing import Any
 
 import anyio
 
-from examples.crew.ledger import Ledger, RunRow
-from examples.crew.plan import Plan, StepSpec
-from examples.crew.states import RunState
+from examples.crew.ledger.ledger import Ledger, RunRow
+from examples.crew.ledger.states import RunState
+from examples.crew.plan.plan import Plan, StepSpec
 
 CHANGES_ARTIFACT = "changes"
 PATCH_MEDIA_TYPE = "text/x-diff"

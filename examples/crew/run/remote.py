@@ -14,7 +14,7 @@ from typing import NoReturn, TypeVar
 
 import anyio
 
-from examples.crew.client import (
+from examples.crew.agents.client import (
     AgentBusyError,
     AgentError,
     AgentLink,
@@ -23,10 +23,10 @@ from examples.crew.client import (
     Update,
     closing,
 )
-from examples.crew.context import AttemptFailedError, JobContext
-from examples.crew.ledger import RunRow, now
-from examples.crew.plan import StepSpec
-from examples.crew.states import INTERRUPTED, TERMINAL, RunState
+from examples.crew.ledger.ledger import RunRow, now
+from examples.crew.ledger.states import INTERRUPTED, TERMINAL, RunState
+from examples.crew.plan.plan import StepSpec
+from examples.crew.run.context import AttemptFailedError, JobContext
 
 T = TypeVar("T")
 Send = tuple[str, str, tuple[str, ...]]  # text, messageId, patches (applyChanges)

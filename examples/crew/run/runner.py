@@ -1,12 +1,12 @@
 """The scheduler: runs a plan's steps on their agents, in parallel where the graph allows, and
 records everything in the ledger as it happens. This module is the graph; a step's rounds,
-attempts and alternates are examples/crew/rounds.py's, the calls to agents remote.py's.
+attempts and alternates are rounds.py's, the calls to agents remote.py's.
 
 Contract:
 - A step starts as soon as everything it waits for is done (`Plan.waits_for`); independent
   steps run at the same time, so a layer takes as long as its slowest step.
 - Step states are the ledger's alone: the graph reads them from it and moves them through it
-  (legal changes only, examples/crew/states.py); observers hear of each change from it.
+  (legal changes only, examples/crew/ledger/states.py); observers hear of each change from it.
 - Every remote task is a run in the ledger, written before its message is sent and given its
   taskId the moment the agent reports it. On a re-run of the job, done rounds are reused, open
   tasks are followed (never resent), and a message whose task id was lost is looked up by its
@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 import anyio
 from anyio.abc import TaskGroup
 
-from examples.crew.client import AgentLink
-from examples.crew.context import JobContext, StepFailedError, age
-from examples.crew.events import Asker, Board, NobodyAsker, NullObserver, Observer
-from examples.crew.ledger import Ledger
-from examples.crew.plan import Plan, StepSpec
-from examples.crew.rounds import NeedsInputError, StepRunner
-from examples.crew.states import UNFINISHED_FOR_GOOD, JobState, RunState, StepState
+from examples.crew.agents.client import AgentLink
+from examples.crew.ledger.ledger import Ledger
+from examples.crew.ledger.states import UNFINISHED_FOR_GOOD, JobState, RunState, StepState
+from examples.crew.plan.plan import Plan, StepSpec
+from examples.crew.run.context import JobContext, StepFailedError, age
+from examples.crew.run.rounds import NeedsInputError, StepRunner
+from examples.crew.show.events import Asker, Board, NobodyAsker, NullObserver, Observer
 
 __all__ = ["Crew", "JobOutcome", "age"]
 

@@ -17,22 +17,22 @@ from dataclasses import replace
 
 import anyio
 
-from examples.crew.changes import summaries, to_send
-from examples.crew.client import RemoteTask
-from examples.crew.context import (
+from examples.crew.agents.client import RemoteTask
+from examples.crew.ledger.ledger import RunRow, now
+from examples.crew.ledger.states import INTERRUPTED, Activity, RunState
+from examples.crew.plan.changes import summaries, to_send
+from examples.crew.plan.output import schema_problem, to_output
+from examples.crew.plan.plan import StepSpec
+from examples.crew.plan.template import Output, TemplateError, render
+from examples.crew.run.context import (
     AttemptFailedError,
     JobContext,
     StepFailedError,
     age,
     output_of,
 )
-from examples.crew.events import Question
-from examples.crew.ledger import RunRow, now
-from examples.crew.output import schema_problem, to_output
-from examples.crew.plan import StepSpec
-from examples.crew.remote import RemoteCalls, Send
-from examples.crew.states import INTERRUPTED, Activity, RunState
-from examples.crew.template import Output, TemplateError, render
+from examples.crew.run.remote import RemoteCalls, Send
+from examples.crew.show.events import Question
 
 # What an agent says in `a2aWrapper.error.kind` when its provider refused the work for now:
 # another attempt there would only fail again, an alternate may not.
