@@ -310,7 +310,17 @@ def test_v1_bad_simple_requests_give_the_same_invalid_params() -> None:
     assert error.violations == [("id", "required")]
 
 
+def test_v1_timestamps_out_of_range_are_invalid_params() -> None:
+    """The ProtoJSON path refused them as undecodable (INVALID_ARGUMENT too); now the
+    field is named."""
+    wire = v1_pb2.ListTasksRequest()
+    wire.status_timestamp_after.seconds = 10**13
+    error = _error(lambda: proto_v1.list_tasks_request(wire))
+    assert error.violations == [("statusTimestampAfter", "not a valid timestamp")]
+
+
 def test_v1_non_finite_numbers_are_invalid_params() -> None:
+    """The ProtoJSON path failed them as an internal error (its serializer refuses them)."""
     wire = _send({"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]})
     wire.metadata["n"] = float("nan")
     error = _error(lambda: proto_v1.send_request(wire))

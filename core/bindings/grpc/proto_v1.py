@@ -213,7 +213,13 @@ def list_tasks_request(request: pb.ListTasksRequest) -> ListTasksRequest:
             out[key] = getattr(request, field)
     put(out, "pageToken", request.page_token)
     if request.HasField("status_timestamp_after"):
-        out["statusTimestampAfter"] = request.status_timestamp_after.ToJsonString()
+        try:
+            out["statusTimestampAfter"] = request.status_timestamp_after.ToJsonString()
+        except ValueError as exc:  # seconds or nanos beyond what RFC 3339 can say
+            raise InvalidParamsError(
+                "Invalid params: statusTimestampAfter: not a valid timestamp",
+                violations=[("statusTimestampAfter", "not a valid timestamp")],
+            ) from exc
     return parse(ListTasksRequest, out)
 
 
