@@ -31,7 +31,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from core.engine.task_run import TaskRun
 from core.storage.contracts import Delivery, PushStore, PushVersion, StoredConfig
-from core.wire import v03
+from core.wire.codecs import v03
 from core.wire.models import StreamResponse, Task, TaskPushNotificationConfig
 
 log = structlog.get_logger(__name__)
@@ -103,7 +103,7 @@ def _body(version: PushVersion, event: StreamResponse, snapshot: Task) -> str | 
         return event.model_dump_json(by_alias=True, exclude_none=True)
     if event.message is not None:
         return None
-    return json.dumps(v03.task_out(snapshot), separators=(",", ":"))
+    return json.dumps(v03.JSONRPC.task_out(snapshot), separators=(",", ":"))
 
 
 @dataclass(frozen=True)

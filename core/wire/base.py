@@ -44,7 +44,8 @@ def _parse_timestamp(value: object) -> datetime:
     elif isinstance(value, str):
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     else:
-        raise TypeError("timestamp must be an RFC 3339 string")
+        # pydantic reports a ValueError as a field error (InvalidParams); a TypeError escapes.
+        raise ValueError("timestamp must be an RFC 3339 string")  # noqa: TRY004
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)

@@ -30,8 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from core.api import methods_v1 as rpc_v1
-from core.bindings.http import rpc_v03
+from core.api.methods import JSONRPC
 from core.storage.sqlite.tasks import SqliteTaskStore
 from tests.conftest import Client, MakeClient, make_settings
 from tests.support.wire import V1, call, user_message
@@ -250,8 +249,8 @@ def _v03_params(draw: st.DrawFn, method: str, known: list[str]) -> dict[str, Any
 
 
 # Every method the app serves, so a new one is fuzzed too.
-V1_METHODS = sorted(rpc_v1.METHODS)
-V03_METHODS = sorted(rpc_v03.METHODS)
+V1_METHODS = sorted(n for n, m in JSONRPC.items() if m.codec.dialect == "1.0")
+V03_METHODS = sorted(n for n, m in JSONRPC.items() if m.codec.dialect == "0.3")
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:

@@ -16,7 +16,7 @@ from google.protobuf.message import Message as Proto
 from core.api.calls import parse
 from core.bindings.grpc import proto_v03, proto_v1
 from core.bindings.grpc.protos import v03_pb2, v1_pb2
-from core.wire import v03_rest  # the v0.3 HTTP+JSON codec: the old gRPC path's v0.3 rules
+from core.wire.codecs.v03 import PROTO as V03_JSON  # v0.3 ProtoJSON: the old gRPC path
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
     CancelTaskRequest,
@@ -340,7 +340,7 @@ def _v03_send(message: dict[str, Any] | None, **config: Any) -> v03_pb2.SendMess
 
 
 def _v03_old_send(wire: v03_pb2.SendMessageRequest) -> SendMessageRequest:
-    return parse(SendMessageRequest, v03_rest.send_body_in(_as_dict(wire)))
+    return V03_JSON.send_in(_as_dict(wire))
 
 
 V03_MESSAGE = {
@@ -360,7 +360,7 @@ V03_MESSAGE = {
 }
 
 
-def test_v03_send_request_decodes_as_the_rest_codec_did() -> None:
+def test_v03_send_request_decodes_as_the_protojson_codec_did() -> None:
     push = {"url": "https://h/x", "token": "t", "authentication": {"schemes": ["Bearer"]}}
     for config in (
         {},
@@ -404,26 +404,26 @@ def test_v03_bad_send_requests_give_the_same_invalid_params(
 
 
 @pytest.mark.parametrize("outcome", [TASK, REPLY], ids=["task", "message"])
-def test_v03_send_response_is_what_the_rest_codec_gave(outcome: dict[str, Any]) -> None:
+def test_v03_send_response_is_what_the_protojson_codec_gave(outcome: dict[str, Any]) -> None:
     if "id" in outcome:
         task = Task.model_validate(outcome)
-        expected = _parsed(v03_pb2.SendMessageResponse, {"task": v03_rest.task_out(task)})
+        expected = _parsed(v03_pb2.SendMessageResponse, {"task": V03_JSON.task_out(task)})
         assert proto_v03.send_response(task) == expected
-        assert proto_v03.task_out(task) == _parsed(v03_pb2.Task, v03_rest.task_out(task))
+        assert proto_v03.task_out(task) == _parsed(v03_pb2.Task, V03_JSON.task_out(task))
     else:
         message = Message.model_validate(outcome)
-        expected = _parsed(v03_pb2.SendMessageResponse, {"msg": v03_rest.message_out(message)})
+        expected = _parsed(v03_pb2.SendMessageResponse, {"msg": V03_JSON.message_out(message)})
         assert proto_v03.send_response(message) == expected
 
 
 @pytest.mark.parametrize("closes", [True, False], ids=["send", "subscribe"])
 @pytest.mark.parametrize("event", EVENTS, ids=lambda e: next(iter(e)))
-def test_v03_stream_events_are_what_the_rest_codec_gave(
+def test_v03_stream_events_are_what_the_protojson_codec_gave(
     event: dict[str, Any], closes: bool
 ) -> None:
     model = StreamResponse.model_validate(event)
     ours = proto_v03.event_out(model, closes_at_interrupt=closes)
-    old = v03_rest.event_out(model, closes_at_interrupt=closes)
+    old = V03_JSON.event_out(model, closes_at_interrupt=closes)
     assert ours == _parsed(
         v03_pb2.StreamResponse, {"msg" if "message" in old else k: v for k, v in old.items()}
     )
@@ -432,10 +432,10 @@ def test_v03_stream_events_are_what_the_rest_codec_gave(
 def test_v03_push_configs_round_trip() -> None:
     config = TaskPushNotificationConfig.model_validate(PUSH)
     wire = proto_v03.push_config_out(config)
-    assert wire == _parsed(v03_pb2.TaskPushNotificationConfig, v03_rest.push_config_out(config))
+    assert wire == _parsed(v03_pb2.TaskPushNotificationConfig, V03_JSON.push_config_out(config))
     create = v03_pb2.CreateTaskPushNotificationConfigRequest(parent="tasks/t-1", config=wire)
     assert proto_v03.push_config(create) == config
-    old = parse(TaskPushNotificationConfig, v03_rest.push_config_body_in(_as_dict(create), "t-1"))
+    old = V03_JSON.push_config_in({**_as_dict(create), "taskId": "t-1"})
     assert proto_v03.push_config(create) == old
     create.config.push_notification_config.ClearField("id")
     create.config_id = "from-request"
@@ -446,7 +446,7 @@ def test_v03_bad_push_configs_and_resource_names() -> None:
     bare = v03_pb2.CreateTaskPushNotificationConfigRequest(parent="tasks/t")
     _same_error(
         lambda: proto_v03.push_config(bare),
-        lambda: v03_rest.push_config_body_in(_as_dict(bare), "t"),
+        lambda: V03_JSON.push_config_in({**_as_dict(bare), "taskId": "t"}),
     )
     for name in ("", "tasks", "tasks/", "task/t", "t"):
         error = _error(lambda name=name: proto_v03.resource(name, "name"))
@@ -462,7 +462,7 @@ def test_v03_states_use_the_v03_spelling() -> None:
         assert model.status_update is not None
         wire = proto_v03.event_out(model, closes_at_interrupt=True)
         name = v03_pb2.TaskState.Name(wire.status_update.status.state)
-        assert name == v03_rest.state_out(model.status_update.status.state)
+        assert name == V03_JSON.state_out(model.status_update.status.state)
     assert proto_v03.event_out(
         StreamResponse.model_validate(EVENTS[4]), closes_at_interrupt=False
     ).status_update.final

@@ -17,18 +17,18 @@ from typing import Any
 from google.protobuf import empty_pb2, json_format
 from google.protobuf.message import Message as Proto
 
-from core.api.calls import parse
 from core.api.card import CardView
 from core.api.operations import Operations
 from core.bindings.grpc import proto_v03 as v03
 from core.bindings.grpc import proto_v1 as v1
 from core.bindings.grpc.protos import v03_pb2, v1_pb2
+from core.wire.codecs.codec import parse
+from core.wire.codecs.v1 import push_config_page
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
     CancelTaskRequest,
     GetTaskRequest,
     StreamResponse,
-    TaskPushNotificationConfig,
 )
 
 
@@ -116,30 +116,14 @@ async def _get_push_v1(
     return v1.push_config_out(config)
 
 
-def _page(
-    configs: list[TaskPushNotificationConfig], size: int | None, token: str | None
-) -> tuple[list[TaskPushNotificationConfig], str]:
-    """One page of configs and the next page's token (an offset), as JSON-RPC pages them."""
-    try:
-        start = int(token) if token else 0
-    except ValueError as exc:
-        raise InvalidParamsError(
-            "Invalid pageToken", violations=[("pageToken", "invalid")]
-        ) from exc
-    if start < 0 or (size is not None and size < 0):
-        raise InvalidParamsError("Invalid page", violations=[("pageToken", "invalid")])
-    end = start + size if size else len(configs)
-    return configs[start:end], str(end) if end < len(configs) else ""
-
-
 async def _list_push_v1(
     caller: Caller, request: v1_pb2.ListTaskPushNotificationConfigsRequest
 ) -> Answer:
     found = v1.push_config_request(request, need_id=False)
     configs = await caller.ops.list_push_configs(caller.principal, found.task_id)
-    page, token = _page(configs, found.page_size, found.page_token)
-    out = v1_pb2.ListTaskPushNotificationConfigsResponse(next_page_token=token)
-    for config in page:
+    page = push_config_page(configs, found)
+    out = v1_pb2.ListTaskPushNotificationConfigsResponse(next_page_token=page.next_page_token)
+    for config in page.configs:
         v1.push_config_out(config, out.configs.add())
     return out
 

@@ -1,6 +1,6 @@
 """The v0.3 protobuf (`a2a.v1` of the v0.3 proto) <-> our v1 wire models, field by field.
 
-The v0.3 rules are the v0.3 HTTP+JSON codec's (`core.wire.v03_rest`, itself the ProtoJSON of
+The v0.3 rules are the v0.3 HTTP+JSON codec's (`core.wire.codecs.v03.PROTO`, the ProtoJSON of
 this proto): `content` holds a message's parts, a file part's bytes or URI sit in `FilePart`,
 a data part's object in `DataPart`, `TASK_STATE_CANCELLED` is spelt with two Ls, resources
 are named `tasks/{id}[/pushNotificationConfigs/{configId}]`, and `final` marks the status
@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, ClassVar
 
-from core.api.calls import parse
 from core.bindings.grpc import proto_v1
 from core.bindings.grpc.proto_v1 import enum_in, put, struct_in, struct_out
 from core.bindings.grpc.protos import v03_pb2 as pb
+from core.wire.codecs.codec import parse
+from core.wire.codecs.v03 import is_final
+from core.wire.codecs.v03_in import DATA_COMPAT_KEY
 from core.wire.enums import TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (
@@ -26,7 +28,6 @@ from core.wire.models import (
     StreamResponse,
     TaskPushNotificationConfig,
 )
-from core.wire.v03 import DATA_COMPAT_KEY, is_final
 
 # ----- decoding -------------------------------------------------------------------------------
 
@@ -197,7 +198,7 @@ send_response = ENCODER.send_response
 
 
 def event_out(event: StreamResponse, *, closes_at_interrupt: bool) -> pb.StreamResponse:
-    """As the v0.3 REST codec sends it: `final` on the status event after which the stream
+    """As the v0.3 ProtoJSON codec sends it: `final` on the status event after which the stream
     closes, and an artifact update without its metadata."""
     out: pb.StreamResponse = ENCODER.event(event)
     if event.status_update is not None:

@@ -20,8 +20,8 @@ from google.protobuf import struct_pb2, timestamp_pb2
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from google.protobuf.message import Message as Proto
 
-from core.api.calls import parse
 from core.bindings.grpc.protos import v1_pb2 as pb
+from core.wire.codecs.codec import parse
 from core.wire.enums import Role, TaskState
 from core.wire.errors import InvalidParamsError
 from core.wire.models import (

@@ -19,7 +19,7 @@ from aiohttp.typedefs import Middleware
 from anyio.abc import TaskStatus
 
 from core.api.host import Binding, Host
-from core.bindings.http import jsonrpc, rest, rest_v03
+from core.bindings.http import jsonrpc, rest
 from core.bindings.http.auth import Authenticator
 from core.bindings.http.card import card_route
 from core.bindings.http.console import CONSOLE, add_console, console_enabled
@@ -67,8 +67,6 @@ def http_app(host: Host) -> web.Application:
         add_console(app, host)
     if settings.mcp.enabled:
         add_mcp(app, host)
-    # v0.3 first: otherwise `/v1/tasks/x` would match `/{tenant}/tasks/{id}` with tenant "v1".
-    rest_v03.add_routes(app)
     rest.add_routes(app)
     app.router.add_get("/health", _alive)
     app.router.add_get("/ready", _ready)

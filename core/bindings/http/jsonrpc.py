@@ -15,10 +15,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from core.api import methods_v1
 from core.api.calls import Streaming
 from core.api.errors import as_daemon_error
-from core.bindings.http import rpc_v03
+from core.api.methods import JSONRPC, Bound, Result
 from core.bindings.http.body import read_json_body
 from core.bindings.http.calls import call_for
 from core.bindings.http.keys import CARD, SETTINGS
@@ -26,7 +25,9 @@ from core.bindings.http.negotiation import check_extensions, request_version
 from core.bindings.http.sse import frame, stream_events
 from core.usage import observe
 from core.wire import strict_json
-from core.wire.errors import Dialect, MethodNotFoundError, jsonrpc_error
+from core.wire.codecs import v1
+from core.wire.codecs.codec import Codec
+from core.wire.errors import MethodNotFoundError
 from core.wire.jsonrpc import (
     Encoded,
     EnvelopeError,
@@ -37,15 +38,13 @@ from core.wire.jsonrpc import (
     success,
     success_json,
 )
-from core.wire.versions import V0_3, V1_0, require
+from core.wire.versions import require
 
 
-def _reply(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> web.Response:
+def _reply(request_id: RequestId, exc: Exception, codec: Codec, debug: bool) -> web.Response:
     error = as_daemon_error(exc, debug=debug)
     observe.failed(error)
-    return web.json_response(
-        failure(request_id, jsonrpc_error(error, dialect)), dumps=strict_json.dumps
-    )
+    return web.json_response(failure(request_id, codec.rpc_error(error)), dumps=strict_json.dumps)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -54,69 +53,73 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         rpc = parse_request(await read_json_body(request))
     except EnvelopeError as exc:
-        return _reply(exc.request_id, exc.error, "1.0", debug)
+        return _reply(exc.request_id, exc.error, v1.CODEC, debug)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
-        return _reply(None, exc, "1.0", debug)
+        return _reply(None, exc, v1.CODEC, debug)
 
-    dialect: Dialect = "0.3" if rpc.method in rpc_v03.METHODS else "1.0"
-    known = rpc.method in rpc_v03.METHODS or rpc.method in methods_v1.METHODS
-    observe.method(rpc.method if known else observe.OTHER, dialect, rpc.params.get("id"))
+    # The method name alone picks the version: PascalCase is v1.0, `category/action` v0.3;
+    # an unknown method is answered in v1.0's form.
+    method = JSONRPC.get(rpc.method)
+    codec = v1.CODEC if method is None else method.codec
+    observe.method(
+        rpc.method if method is not None else observe.OTHER, codec.dialect, rpc.params.get("id")
+    )
     ping = settings.server.sse_ping_interval / 1000
     structlog.contextvars.bind_contextvars(rpc_method=rpc.method)
     try:
-        result = await _dispatch(request, rpc, dialect)
+        result = await _dispatch(request, rpc, method)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a JSON-RPC error
-        if dialect == "0.3" and rpc.method in rpc_v03.STREAMING:
+        if method is not None and method.method.streaming and codec.errors_in_stream:
             return await stream_events(
-                request, _failed(rpc.id, exc, dialect, debug), ping_interval=ping
+                request, _failed(rpc.id, exc, codec, debug), ping_interval=ping
             )
-        return _reply(rpc.id, exc, dialect, debug)
+        return _reply(rpc.id, exc, codec, debug)
     finally:
         structlog.contextvars.unbind_contextvars("rpc_method")
 
     if isinstance(result, Streaming):
         return await stream_events(
-            request, _frames(rpc.id, result.events, dialect, debug), ping_interval=ping
+            request, _frames(rpc.id, result.events, codec, debug), ping_interval=ping
         )
     return _success(rpc.id, result)
 
 
-def _success(request_id: RequestId, result: methods_v1.Result) -> web.Response:
+def _success(request_id: RequestId, result: Result) -> web.Response:
     if isinstance(result, Encoded):
         body = success_json(request_id, result)
         return web.Response(body=body, content_type="application/json")
     return web.json_response(success(request_id, result), dumps=strict_json.dumps)
 
 
-async def _dispatch(request: web.Request, rpc: RpcRequest, dialect: Dialect) -> methods_v1.Result:
-    table = rpc_v03.METHODS if dialect == "0.3" else methods_v1.METHODS
-    handler = table.get(rpc.method)
-    if handler is None:
+async def _dispatch(request: web.Request, rpc: RpcRequest, method: Bound | None) -> Result:
+    if method is None:
         raise MethodNotFoundError(f"Method not found: {rpc.method}")
-    require(request_version(request), V0_3 if dialect == "0.3" else V1_0)
+    require(request_version(request), method.codec.version)
     check_extensions(request, request.app[CARD].required_extensions)
-    return await handler(call_for(request, rpc.params))
+    call = call_for(request, rpc.params)
+    if method.method.push:
+        call.ops.require_push()
+    return await method.method.run(call, method.codec)
 
 
-def _error_frame(request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool) -> bytes:
+def _error_frame(request_id: RequestId, exc: Exception, codec: Codec, debug: bool) -> bytes:
     """v1.0 names error events `error`; v0.3 sends a plain `data:` line."""
     daemon_error = as_daemon_error(exc, debug=debug)
     observe.failed(daemon_error)
-    error = failure(request_id, jsonrpc_error(daemon_error, dialect))
-    return frame(error, event="error" if dialect == "1.0" else None)
+    return frame(failure(request_id, codec.rpc_error(daemon_error)), event=codec.error_event)
 
 
 async def _failed(
-    request_id: RequestId, exc: Exception, dialect: Dialect, debug: bool
+    request_id: RequestId, exc: Exception, codec: Codec, debug: bool
 ) -> AsyncIterator[bytes]:
-    yield _error_frame(request_id, exc, dialect, debug)
+    yield _error_frame(request_id, exc, codec, debug)
 
 
 async def _frames(
-    request_id: RequestId, events: AsyncIterator[dict[str, Any]], dialect: Dialect, debug: bool
+    request_id: RequestId, events: AsyncIterator[dict[str, Any]], codec: Codec, debug: bool
 ) -> AsyncIterator[bytes]:
     try:
         async for event in events:
             yield frame(success(request_id, event))
     except Exception as exc:  # noqa: BLE001 - after the first byte an error is one final event
-        yield _error_frame(request_id, exc, dialect, debug)
+        yield _error_frame(request_id, exc, codec, debug)

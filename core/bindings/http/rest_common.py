@@ -1,4 +1,4 @@
-"""Plumbing shared by both REST dialects: version and extension checks, bodies, errors, SSE.
+"""REST plumbing: bodies, query numbers, error responses, SSE frames, 404/405 and 414.
 
 Every REST response is `application/json` (errors are `google.rpc.Status`, v1.0 §11.6) except
 streams, which are `text/event-stream`.
@@ -6,60 +6,30 @@ streams, which are `text/event-stream`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
-from core.api.calls import Call
 from core.api.errors import as_daemon_error
 from core.bindings.http.body import read_json_body
-from core.bindings.http.calls import call_for
-from core.bindings.http.keys import CARD, SETTINGS
-from core.bindings.http.negotiation import check_extensions, request_version
-from core.bindings.http.sse import frame, stream_events
+from core.bindings.http.sse import frame
 from core.usage import observe
 from core.wire import strict_json
 from core.wire.errors import (
-    DaemonError,
     InvalidParamsError,
     MethodNotAllowedError,
     MethodNotFoundError,
     UriTooLongError,
-    protocol_name,
     rest_error,
 )
-from core.wire.versions import Version, require
 
 REST_PREFIX = "/a2a/rest"
-# The A2A method each REST operation is (metrics and traces name requests by it).
-REST_METHODS = {
-    "send": "SendMessage",
-    "stream": "SendStreamingMessage",
-    "get_task": "GetTask",
-    "list_tasks": "ListTasks",
-    "cancel": "CancelTask",
-    "subscribe": "SubscribeToTask",
-    "create_push_config": "CreateTaskPushNotificationConfig",
-    "list_push_configs": "ListTaskPushNotificationConfigs",
-    "get_push_config": "GetTaskPushNotificationConfig",
-    "delete_push_config": "DeleteTaskPushNotificationConfig",
-    "extended_card": "GetExtendedAgentCard",
-    "card": "GetExtendedAgentCard",
-}
-Events = AsyncIterator[dict[str, Any]]
-RestResult = dict[str, Any] | list[Any] | Events
-RestHandler = Callable[[web.Request, Call], Awaitable[RestResult]]
 Endpoint = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def error_response(error: DaemonError, *, legacy: bool = False) -> web.Response:
-    """`google.rpc.Status` with the §5.4 HTTP status. v0.3 callers also get the error's type
-    name at the top level, which is what the reference v0.3 REST client maps to exceptions."""
-    status, body = rest_error(error)
-    if legacy:
-        body = {**body, "type": protocol_name(error), "message": error.message}
+def error_response(status: int, body: dict[str, Any]) -> web.Response:
+    """An error as its codec renders it for REST: `google.rpc.Status` with the §5.4 status."""
     return web.json_response(body, status=status, dumps=strict_json.dumps)
 
 
@@ -86,58 +56,9 @@ def query_int(request: web.Request, name: str) -> int | None:
         ) from exc
 
 
-def push_config_routes(
-    task: str, create: RestHandler, list_: RestHandler, get: RestHandler, delete: RestHandler
-) -> list[tuple[str, str, RestHandler]]:
-    """The push-config routes of a task path. While push is off every one of them answers
-    PushNotificationNotSupported, before looking at the request."""
-    configs = f"/tasks/{task}/pushNotificationConfigs"
-    return [
-        ("POST", configs, _push_gate(create)),
-        ("GET", configs, _push_gate(list_)),
-        ("GET", configs + "/{config_id}", _push_gate(get)),
-        ("DELETE", configs + "/{config_id}", _push_gate(delete)),
-    ]
-
-
-def _push_gate(handler: RestHandler) -> RestHandler:
-    @functools.wraps(handler)
-    async def gated(request: web.Request, call: Call) -> RestResult:
-        call.ops.require_push()
-        return await handler(request, call)
-
-    return gated
-
-
-def route(handler: RestHandler, *, version: Version, legacy: bool = False) -> Endpoint:
-    """Wrap a REST operation: negotiate, call, render the result or the error."""
-    name = REST_METHODS.get(handler.__name__, handler.__name__)
-    dialect = "0.3" if legacy else "1.0"
-
-    async def endpoint(request: web.Request) -> web.StreamResponse:
-        settings = request.app[SETTINGS]
-        debug = settings.server.debug_errors
-        observe.method(name, dialect, request.match_info.get("id"))
-        try:
-            require(request_version(request), version)
-            check_extensions(request, request.app[CARD].required_extensions)
-            result = await handler(request, call_for(request, {}))
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a Status body
-            error = as_daemon_error(exc, debug=debug)
-            observe.failed(error)
-            return error_response(error, legacy=legacy)
-        if isinstance(result, dict | list):
-            return web.json_response(result, dumps=strict_json.dumps)
-        return await stream_events(
-            request,
-            _frames(result, debug=debug),
-            ping_interval=settings.server.sse_ping_interval / 1000,
-        )
-
-    return endpoint
-
-
-async def _frames(events: Events, *, debug: bool) -> AsyncIterator[bytes]:
+async def frames(events: AsyncIterator[dict[str, Any]], *, debug: bool) -> AsyncIterator[bytes]:
+    """SSE frames of a stream's events; after the first byte an error is one final `error`
+    event (the v1.0 Status body, for both versions)."""
     try:
         async for event in events:
             yield frame(event)
@@ -159,7 +80,9 @@ def uri_too_long(request: web.Request) -> web.Response | None:
     (called by the first middleware, so it costs no middleware of its own)."""
     if len(request.raw_path) <= MAX_URI:
         return None
-    return error_response(UriTooLongError(f"The request's URI is longer than {MAX_URI} bytes"))
+    return error_response(
+        *rest_error(UriTooLongError(f"The request's URI is longer than {MAX_URI} bytes"))
+    )
 
 
 @web.middleware
@@ -173,12 +96,11 @@ async def rest_not_found(request: web.Request, handler: Endpoint) -> web.StreamR
         error = MethodNotFoundError(f"No REST route {request.path}")
         observe.method(observe.OTHER, "1.0")
         observe.failed(error)
-        return error_response(error)
+        return error_response(*rest_error(error))
     except web.HTTPMethodNotAllowed as exc:
         if not request.path.startswith(REST_PREFIX):
             raise
-        response = error_response(
-            MethodNotAllowedError(f"{request.method} is not allowed on {request.path}")
-        )
+        error = MethodNotAllowedError(f"{request.method} is not allowed on {request.path}")
+        response = error_response(*rest_error(error))
         response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
         return response
