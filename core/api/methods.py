@@ -2,8 +2,8 @@
 
 A row's `run` decodes the params with the caller's codec (core/wire/codecs), calls the one
 `Operations` method, and encodes the result with the same codec; it never looks at the
-version itself. `JSONRPC` and `GRPC_V1` name the rows by each version's method names (v1.0 by
-the operation, v0.3 by `category/action`); the REST binding names them by route
+version itself. `JSONRPC` names the rows by each version's method names (v1.0 by the
+operation, v0.3 by `category/action`); the REST binding names them by route
 (core/bindings/http/rest.py). Adding an operation is one row; a new version is one codec.
 """
 
@@ -18,7 +18,6 @@ from core.wire.codecs.codec import Codec, Out
 from core.wire.errors import TaskNotFoundError
 
 Result = Out | Streaming
-Handler = Callable[[Call], Awaitable[Result]]
 Run = Callable[[Call, Codec], Awaitable[Result]]
 
 
@@ -168,11 +167,3 @@ JSONRPC = {
     **by_name(v1.CODEC, lambda m: m.operation),
     **by_name(v03.JSONRPC, lambda m: m.v03),
 }
-# gRPC `lf.a2a.v1.A2AService`: its request messages' ProtoJSON are the v1.0 JSON-RPC params.
-GRPC_V1: dict[str, Handler] = dict(by_name(v1.CODEC, lambda m: m.operation))
-
-
-def require_push(call: Call) -> None:
-    """PushNotificationNotSupported while push is off (for bindings that run push
-    operations outside this table)."""
-    call.ops.require_push()

@@ -13,5 +13,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03_pb2
 from a2a.types import a2a_pb2 as v1_pb2
 from google.protobuf.descriptor import ServiceDescriptor
 
+__all__ = ["V03_SERVICE", "V1_SERVICE", "v03_pb2", "v1_pb2"]
+
 V1_SERVICE: ServiceDescriptor = v1_pb2.DESCRIPTOR.services_by_name["A2AService"]
 V03_SERVICE: ServiceDescriptor = v03_pb2.DESCRIPTOR.services_by_name["A2AService"]

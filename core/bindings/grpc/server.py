@@ -27,9 +27,8 @@ import structlog
 from anyio.abc import TaskStatus
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
 
-from core.api import methods
-from core.api.calls import Call, Streaming
 from core.api.card import CardProvider, CardView
 from core.api.errors import as_daemon_error
 from core.api.host import Host
@@ -37,8 +36,7 @@ from core.api.negotiation import check_extension_values
 from core.api.operations import Operations
 from core.api.principals import Principals
 from core.api.ratelog import LogSummary
-from core.bindings.grpc import methods_v03
-from core.bindings.grpc.convert import message_class, message_of, params_of
+from core.bindings.grpc.methods import V03, V1, Caller, Method
 from core.bindings.grpc.protos import V03_SERVICE, V1_SERVICE
 from core.bindings.grpc.status import rpc_status
 from core.engine.startup import ListenError, failing_as
@@ -66,7 +64,7 @@ class _Unauthenticated(Exception):
 class _Method:
     name: str
     descriptor: MethodDescriptor
-    handler: methods.Handler
+    handler: Method
     version: Version
     decode: Callable[[bytes], Message]
 
@@ -84,7 +82,7 @@ class GrpcBinding:
 
     # ----- one call ---------------------------------------------------------------------------
 
-    def _call(self, request: bytes, context: Context, method: _Method) -> Call:
+    def _call(self, request: bytes, context: Context, method: _Method) -> tuple[Caller, Message]:
         metadata = _metadata(context)
         principal = self._principals.of(_first(metadata, "authorization"))
         if principal is None:
@@ -95,15 +93,15 @@ class GrpcBinding:
         require(parse_version(_first(metadata, "a2a-version")), method.version)
         extensions = metadata.get("a2a-extensions", []) + metadata.get("x-a2a-extensions", [])
         check_extension_values(extensions, self._card.required_extensions)
-        params = self._decoded(request, method)
+        decoded = self._decoded(request, method)
         view = CardView(self._card, self._card.configured_base_url())
-        return Call(self._ops, principal, params, view)
+        return Caller(self._ops, principal, view), decoded
 
-    def _decoded(self, request: bytes, method: _Method) -> dict[str, Any]:
-        """The request message as the JSON bindings' params; ParseError when the bytes do
-        not decode (the parser's own words go to the log only)."""
+    def _decoded(self, request: bytes, method: _Method) -> Message:
+        """The request message; ParseError when the bytes do not decode (the parser's own
+        words go to the log only)."""
         try:
-            return params_of(method.decode(request))
+            return method.decode(request)
         except (DecodeError, RecursionError, ValueError) as exc:
             self._logs.note(
                 "grpc.undecodable_request",
@@ -122,13 +120,11 @@ class GrpcBinding:
         await context.abort(code, message, trailing_metadata=trailers)
 
     def _unary(self, method: _Method) -> Callable[[bytes, Context], Any]:
-        response = method.descriptor.output_type
-
         async def unary(request: bytes, context: Context) -> Message:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(self._call(request, context, method))
-                    return message_of(_single(result), response)
+                    result = await method.handler(*self._call(request, context, method))
+                    return _single(result)
                 except Exception as exc:
                     await self._abort(context, exc, method.version)
                     raise  # unreachable: abort raises
@@ -136,25 +132,23 @@ class GrpcBinding:
         return unary
 
     def _streaming(self, method: _Method) -> Callable[[bytes, Context], Any]:
-        response = method.descriptor.output_type
-
         async def streaming(request: bytes, context: Context) -> AsyncIterator[Message]:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(self._call(request, context, method))
+                    result = await method.handler(*self._call(request, context, method))
                     async for event in _events(result):
-                        yield message_of(event, response)
+                        yield event
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a Status
                     await self._abort(context, exc, method.version)
 
         return streaming
 
     def _service_handler(
-        self, service: ServiceDescriptor, table: Mapping[str, methods.Handler], version: Version
+        self, service: ServiceDescriptor, table: Mapping[str, Method], version: Version
     ) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for descriptor in service.methods:
-            decode = message_class(descriptor.input_type).FromString
+            decode = GetMessageClass(descriptor.input_type).FromString
             method = _Method(descriptor.name, descriptor, table[descriptor.name], version, decode)
             # No request_deserializer: the handler gets the bytes and decodes them after auth.
             if descriptor.server_streaming:
@@ -183,8 +177,8 @@ class GrpcBinding:
         )
         server.add_generic_rpc_handlers(
             (
-                self._service_handler(V1_SERVICE, methods.GRPC_V1, V1_0),
-                self._service_handler(V03_SERVICE, methods_v03.METHODS, V0_3),
+                self._service_handler(V1_SERVICE, V1, V1_0),
+                self._service_handler(V03_SERVICE, V03, V0_3),
                 _UnknownMethods(self._logs),
             )
         )
@@ -225,16 +219,16 @@ class _UnknownMethods(grpc.GenericRpcHandler):
         self._logs.note("grpc.unknown_method", method=method)
 
 
-def _single(result: methods.Result) -> object:
-    if isinstance(result, Streaming):
+def _single(result: Message | AsyncIterator[Message]) -> Message:
+    if not isinstance(result, Message):
         raise InternalError("a unary method answered with a stream")
     return result
 
 
-def _events(result: methods.Result) -> AsyncIterator[dict[str, Any]]:
-    if not isinstance(result, Streaming):
+def _events(result: Message | AsyncIterator[Message]) -> AsyncIterator[Message]:
+    if isinstance(result, Message):
         raise InternalError("a streaming method answered with one result")
-    return result.events
+    return result
 
 
 def _serialize(message: Message) -> bytes:

@@ -95,21 +95,7 @@ class V1Codec:
     def push_configs_out(
         self, configs: list[TaskPushNotificationConfig], request: TaskPushConfigRequest
     ) -> Out:
-        """`ListTaskPushNotificationConfigsResponse`; the page token is an offset."""
-        page_size, page_token = request.page_size, request.page_token
-        try:
-            start = int(page_token) if page_token else 0
-        except ValueError as exc:
-            raise InvalidParamsError(
-                "Invalid pageToken", violations=[("pageToken", "invalid")]
-            ) from exc
-        if start < 0 or (page_size is not None and page_size < 0):
-            raise InvalidParamsError("Invalid page", violations=[("pageToken", "invalid")])
-        end = start + page_size if page_size else len(configs)
-        token = str(end) if end < len(configs) else ""
-        return ListTaskPushNotificationConfigsResponse(
-            configs=configs[start:end], next_page_token=token
-        ).dump()
+        return push_config_page(configs, request).dump()
 
     def rpc_error(self, error: DaemonError) -> dict[str, Any]:
         return jsonrpc_error(error, "1.0")
@@ -119,3 +105,24 @@ class V1Codec:
 
 
 CODEC = V1Codec()
+
+
+def push_config_page(
+    configs: list[TaskPushNotificationConfig], request: TaskPushConfigRequest
+) -> ListTaskPushNotificationConfigsResponse:
+    """`ListTaskPushNotificationConfigsResponse`; the page token is an offset (gRPC pages the
+    same way)."""
+    page_size, page_token = request.page_size, request.page_token
+    try:
+        start = int(page_token) if page_token else 0
+    except ValueError as exc:
+        raise InvalidParamsError(
+            "Invalid pageToken", violations=[("pageToken", "invalid")]
+        ) from exc
+    if start < 0 or (page_size is not None and page_size < 0):
+        raise InvalidParamsError("Invalid page", violations=[("pageToken", "invalid")])
+    end = start + page_size if page_size else len(configs)
+    token = str(end) if end < len(configs) else ""
+    return ListTaskPushNotificationConfigsResponse(
+        configs=configs[start:end], next_page_token=token
+    )
