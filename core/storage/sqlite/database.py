@@ -157,7 +157,12 @@ class SqliteDatabase:
                 batches.append(item)
             work = [b for b in batches if b is not None]
             if work:
-                _execute(conn, [call for calls, _ in work for call in calls])
+                batch = [call for calls, _ in work for call in calls]
+                try:
+                    _execute(conn, batch)
+                except BaseException as exc:  # noqa: BLE001 - a failed ROLLBACK: every caller hears of it
+                    for call in batch:
+                        call.error = call.error or exc
                 for calls, loop in work:
                     # A closed loop (RuntimeError) has nobody waiting any more.
                     with contextlib.suppress(RuntimeError):
