@@ -11,7 +11,7 @@ against them before a turn is admitted, and only then hands the backend a `Turn`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -84,11 +84,20 @@ class Declaring(Protocol):
         ...
 
 
+NO_CAPABILITIES = Capabilities()
+
+
 def capabilities_of(backend: object) -> Capabilities:
     """The backend's declared capabilities (none declared: plain turns only)."""
+    return declaration_of(backend)()
+
+
+def declaration_of(backend: object) -> Callable[[], Capabilities]:
+    """What asks `backend` for its capabilities now (they may change once it started): for
+    a caller that asks on every message, so the protocol check runs once."""
     if isinstance(backend, Declaring):
-        return backend.capabilities()
-    return Capabilities()
+        return backend.capabilities
+    return lambda: NO_CAPABILITIES
 
 
 def options_record(options: TurnOptions) -> Mapping[str, Any]:

@@ -114,6 +114,8 @@ class Scheduler:
 
     async def _moved_up(self, principal: str, lane: Lane) -> None:
         """A turn left the lane: each task still waiting in it says its new place."""
+        if not lane.order:
+            return  # nobody waits (the common case): no shielded scope to enter
         with anyio.CancelScope(shield=True):
             for task_id in list(lane.order):
                 run = self._live.get(principal, task_id)

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from core.backend import Backend
-from core.backend.control import Capabilities, capabilities_of
+from core.backend.control import Capabilities, declaration_of
 from core.engine import readiness
 from core.engine.admission import Admission, Admitted, Answer, NewTurn, Steer
 from core.engine.config import EngineConfig
@@ -68,6 +68,8 @@ class TaskService:
         turn_hooks, observer = plugins.turn, plugins.observer
         timeouts, output, approvals = config.timeouts, config.output, config.approvals
         self._backend = backend
+        self._declared = declaration_of(backend)
+        self._allowed: tuple[Capabilities, Capabilities] | None = None
         self._store = store
         push = plugins.push
         self._push = push
@@ -181,8 +183,13 @@ class TaskService:
         return self._backend.name
 
     def capabilities(self) -> Capabilities:
-        """What callers may use of the backend's declared capabilities (turnOptions applied)."""
-        return self._turn_options.allowed(capabilities_of(self._backend))
+        """What callers may use of the backend's declared capabilities (turnOptions applied).
+        Asked on every message: narrowed again only when the declaration changed."""
+        declared = self._declared()
+        last = self._allowed
+        if last is None or (last[0] is not declared and last[0] != declared):
+            last = self._allowed = (declared, self._turn_options.allowed(declared))
+        return last[1]
 
     # ----- reads -----------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ The task's `a2aWrapper` section (wrapper_section.py), with the session id, is bu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -337,7 +336,8 @@ class TaskRun(TaskNotes):
         self._task = task
 
     def _set_section(self, **changes: Any) -> None:
-        self._section = replace(self._section, **changes)
+        if changes:
+            self._section = self._section.evolve(**changes)
         metadata = dict(self._task.metadata or {})
         metadata[WRAPPER_METADATA_KEY] = self._section.render()
         self._task = self._task.model_copy(update={"metadata": metadata})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from core.wire import strict_json
@@ -27,8 +28,16 @@ class Encoded:
 
 
 def success_json(request_id: RequestId, result: Encoded) -> bytes:
-    head = strict_json.dumps({"jsonrpc": "2.0", "id": request_id}, compact=True).encode()
-    return head[:-1] + b',"result":' + result.json + b"}"
+    return b'{"jsonrpc":"2.0","id":' + _id_json(request_id) + b',"result":' + result.json + b"}"
+
+
+def _id_json(request_id: RequestId) -> bytes:
+    """The id as `strict_json.dumps` writes it (ASCII), without an encoder per reply."""
+    if request_id is None:
+        return b"null"
+    if isinstance(request_id, str):
+        return encode_basestring_ascii(request_id).encode()
+    return str(request_id).encode()
 
 
 class EnvelopeError(Exception):

@@ -50,6 +50,12 @@ def _finite(text: str) -> float:
     return value
 
 
+# Made once: `json.loads`/`json.dumps` with any option build a new decoder or encoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_ENCODER = json.JSONEncoder(allow_nan=False)
+_COMPACT_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def loads(raw: bytes) -> Any:
     """Decode a request body (UTF-8 JSON); raise `ParseError` saying what is wrong."""
     try:
@@ -59,7 +65,7 @@ def loads(raw: bytes) -> Any:
     if nesting_depth(raw) > MAX_DEPTH:
         raise ParseError(f"Invalid JSON payload: nested deeper than {MAX_DEPTH} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError) as exc:
         if isinstance(exc, ParseError):
             raise
@@ -80,6 +86,6 @@ def dumps(value: Any, *, compact: bool = False) -> str:
     """Strict JSON text for a response. A non-finite float (no request can bring one in, but a
     backend's number could be one) is written as null, as the stores write it."""
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":") if compact else None)
+        return (_COMPACT_ENCODER if compact else _ENCODER).encode(value)
     except ValueError:
         return to_json(value, inf_nan_mode="null").decode()

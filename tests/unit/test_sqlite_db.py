@@ -46,14 +46,24 @@ async def test_a_call_that_reads_then_writes_survives_another_connections_write(
         await db.close()
 
 
-async def test_calls_made_together_share_a_batch_and_fail_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("one_statement", [False, True])
+async def test_calls_made_together_share_a_batch_and_fail_alone(
+    tmp_path: Path, one_statement: bool
+) -> None:
+    """With a savepoint each, or (`one_statement`) none: a failed statement undoes its own
+    rows (here the first of two it inserts) and the batch's other calls are committed."""
     db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
     await db.open()
     results: dict[str, object] = {}
 
     async def put(key: str, value: int) -> None:
+        # Two rows: the second collides when `key` is "dup", after the first was inserted.
+        rows = (f"{key}-first", value, key, value)
         try:
-            await db.run(lambda c: c.execute("INSERT INTO t VALUES (?, ?)", (key, value)))
+            await db.run(
+                lambda c: c.execute("INSERT INTO t VALUES (?, ?), (?, ?)", rows),
+                one_statement=one_statement,
+            )
             results[key] = "ok"
         except sqlite3.IntegrityError:
             results[key] = "refused"
@@ -65,7 +75,7 @@ async def test_calls_made_together_share_a_batch_and_fail_alone(tmp_path: Path) 
                 tg.start_soon(put, key, value)
         assert results == {"x": "ok", "dup": "refused", "y": "ok"}
         rows = await db.run(lambda c: c.execute("SELECT k, v FROM t ORDER BY k").fetchall())
-        assert rows == [("dup", 0), ("x", 1), ("y", 3)]
+        assert rows == [("dup", 0), ("x", 1), ("x-first", 1), ("y", 3), ("y-first", 3)]
     finally:
         await db.close()
 

@@ -117,6 +117,7 @@ class TurnDriver:
                 task_session=run.session_id,
                 new_context=run.new_context,
             )
+            owed: Turn | None = None  # what the turn hooks prepared, released at the end
             try:
                 deadline = (
                     utcnow() + timedelta(seconds=self._turn_timeout) if self._turn_timeout else None
@@ -144,15 +145,18 @@ class TurnDriver:
                         self._runner.resume_command(prepared.session_id, prepared.cwd),
                     )
                 run.prepared(prepared)
-                try:
-                    started = prepared
-                    timed_out = await self._run_bounded(run, started, lease)
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await self._turn_hooks.release(prepared)
+                started = owed = prepared
+                timed_out = await self._run_bounded(run, started, lease)
             finally:
+                # One shielded scope for both (a scope costs as much as either call here): the
+                # hooks release what they prepared, then the session is counted and freed,
+                # even if the release raised.
                 with anyio.CancelScope(shield=True):
-                    await self._sessions.end(lease)
+                    try:
+                        if owed is not None:
+                            await self._turn_hooks.release(owed)
+                    finally:
+                        await self._sessions.end(lease)
         if timed_out is not None:
             log.warning("turn.timed_out", task_id=run.task.id, reason=timed_out)
             await run.stop(timed_out)

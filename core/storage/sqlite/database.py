@@ -3,8 +3,9 @@
 Calls are serialised through a capacity limiter of one, so the connection is never used by two
 threads at once and the event loop never waits on disk. Calls made while a batch is on the
 worker thread wait and then run together, in order, in one transaction (group commit: one
-thread hop and one commit for all of them), each in a savepoint of its own, so one call's
-failure undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
+thread hop and one commit for all of them), each in a savepoint of its own (a call of one
+SQL statement needs none: SQLite undoes a failed statement itself), so one call's failure
+undoes only that call. The daemon's stores (tasks, sessions, workspaces, push, usage)
 share one `SqliteDatabase` (one connection), so a turn's final task write and its session
 bookkeeping, made together, share a transaction.
 
@@ -65,6 +66,8 @@ class UnreadableRows:
 @dataclass(eq=False)
 class _Call:
     fn: Callable[[sqlite3.Connection], Any]
+    # One SQL statement: SQLite undoes a failed statement by itself, so it needs no savepoint.
+    one_statement: bool = False
     wake: Latch = field(default_factory=Latch)
     finished: bool = False
     value: Any = None
@@ -102,15 +105,18 @@ class SqliteDatabase:
         reads: nothing is written to a file that is not ours."""
         check_ours(self._path, "\n".join(self._schemas))
 
-    def run(self, fn: Callable[[sqlite3.Connection], T]) -> Queued[T]:
+    def run(
+        self, fn: Callable[[sqlite3.Connection], T], *, one_statement: bool = False
+    ) -> Queued[T]:
         """Queue `fn` now and return what to await for its result (core/storage/queued.py): it runs
         on the worker thread, in a transaction shared with the calls queued at the same time
-        (each in its own savepoint). Like a thread call, it completes once started: a
-        cancellation is delivered after it."""
+        (each in its own savepoint, unless `one_statement`: `fn` executes a single SQL
+        statement, or raises without having written). Like a thread call, it completes once
+        started: a cancellation is delivered after it."""
         conn = self._conn
         if conn is None:
             raise RuntimeError(f"{self._name} is not open")
-        call = _Call(fn)
+        call = _Call(fn, one_statement)
         self._queue.append(call)
         return self._result(conn, call)
 
@@ -258,6 +264,16 @@ def _execute(conn: sqlite3.Connection, batch: list[_Call]) -> None:
     try:
         conn.execute("BEGIN IMMEDIATE")
         for call in batch:
+            if call.one_statement:
+                # A failed statement undoes its own changes and the transaction goes on; a
+                # failure that ended the transaction (SQLITE_FULL, say) fails the batch.
+                try:
+                    call.value = call.fn(conn)
+                except BaseException as exc:  # handed to the caller, who re-raises it
+                    call.error = exc
+                    if not conn.in_transaction:
+                        raise
+                continue
             conn.execute("SAVEPOINT call")
             try:
                 call.value = call.fn(conn)

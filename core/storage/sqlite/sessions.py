@@ -107,7 +107,7 @@ class SqliteSessionStore(SqliteStore):
                 params,
             )
 
-        return self._db.run(write)
+        return self._db.run(write, one_statement=True)
 
     async def put(self, record: SessionRecord) -> None:
         def write(conn: sqlite3.Connection) -> None:
@@ -124,7 +124,7 @@ class SqliteSessionStore(SqliteStore):
                 ),
             )
 
-        await self._db.run(write)
+        await self._db.run(write, one_statement=True)
 
     async def delete(self, principal: str, context_id: str, session_id: str) -> bool:
         def remove(conn: sqlite3.Connection) -> bool:

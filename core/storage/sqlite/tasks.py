@@ -108,7 +108,7 @@ class SqliteTaskStore(SqliteStore):
             if not written:
                 raise StaleWriteError
 
-        return self._db.run(write)
+        return self._db.run(write, one_statement=True)
 
     def _read(self, principal: str, task_id: object, body: object) -> Task | None:
         return decode_task(self._db.unreadable, principal, task_id, body)
