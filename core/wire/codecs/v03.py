@@ -1,7 +1,7 @@
 """The v0.3 codec, in either of v0.3's JSON shapes (`v03_in.Shape`).
 
 JSON-RPC: `kind` discriminators, lowercase enums (`canceled`, `input-required`), results as
-they are. ProtoJSON (the v0.3 proto, carried by HTTP+JSON and gRPC): `content`, proto enum
+they are. ProtoJSON (the v0.3 proto's JSON, which HTTP+JSON carries): `content`, proto enum
 names (`ROLE_USER`, `TASK_STATE_CANCELLED`), file and data parts in their oneof wrappers,
 results and events wrapped in their oneof member (`{"task": ...}`), push configs named by
 resource (`tasks/{id}/pushNotificationConfigs/{configId}`). Both put `final` on status events.
