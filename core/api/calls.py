@@ -17,12 +17,15 @@ __all__ = ["Call", "Streaming", "encoded", "parse"]
 class Call:
     ops: Operations
     principal: str
-    params: dict[str, Any]
+    # What the binding decoded the request to: a JSON object, or a gRPC request message (the
+    # caller's codec reads it).
+    params: Any
     card: CardView
 
 
 @dataclass(frozen=True)
 class Streaming:
-    """A streaming result: already-encoded events (the version's wire dicts), in order."""
+    """A streaming result: already-encoded events (the version's wire dicts, or protobuf
+    messages on gRPC), in order."""
 
-    events: AsyncIterator[dict[str, Any]]
+    events: AsyncIterator[Any]

@@ -67,15 +67,10 @@ class CardView:
     def extended(self, *, strict: bool) -> dict[str, Any]:
         return self.provider.extended_for(self.base_url, strict=strict)
 
-    def public(self) -> dict[str, Any]:
-        """The public card as `/.well-known/agent-card.json` serves it to a v0.3 caller."""
-        strict = not self.provider.settings.agent_card.v03_fields
-        return self.provider.document_for(self.base_url, strict=strict)
-
-    def extended_or_public(self, *, strict: bool) -> dict[str, Any]:
-        """The extended card when one is configured, else the public card."""
-        if self.provider.has_extended:
-            return self.extended(strict=strict)
+    def public(self, *, merged: bool = False) -> dict[str, Any]:
+        """The public card as `/.well-known/agent-card.json` serves it to a v0.3 caller;
+        `merged`: with the v0.3 fields whatever `agentCard.v03Fields` says."""
+        strict = not merged and not self.provider.settings.agent_card.v03_fields
         return self.provider.document_for(self.base_url, strict=strict)
 
 

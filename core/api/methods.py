@@ -1,10 +1,12 @@
 """The A2A operations as every binding and protocol version runs them: one row per operation.
 
-A row's `run` decodes the params with the caller's codec (core/wire/codecs), calls the one
-`Operations` method, and encodes the result with the same codec; it never looks at the
-version itself. `JSONRPC` names the rows by each version's method names (v1.0 by the
-operation, v0.3 by `category/action`); the REST binding names them by route
-(core/bindings/http/rest.py). Adding an operation is one row; a new version is one codec.
+A row's `run` decodes the params with the caller's codec (core/wire/codecs, or the protobuf
+codecs of core/bindings/grpc/codecs.py), calls the one `Operations` method, and encodes the
+result with the same codec; it never looks at the version or the binding itself. `JSONRPC`
+names the rows by each version's method names (v1.0 by the operation, v0.3 by
+`category/action`); the REST binding names them by route (core/bindings/http/rest.py), the gRPC
+services by RPC (the operation, or the row's `grpc_v03` name in the v0.3 service). Adding an
+operation is one row; a new version is one codec.
 """
 
 from __future__ import annotations
@@ -14,47 +16,48 @@ from dataclasses import dataclass
 
 from core.api.calls import Call, Streaming
 from core.wire.codecs import v03, v1
-from core.wire.codecs.codec import Codec, Out
+from core.wire.codecs.codec import Codec, OperationCodec
 from core.wire.errors import TaskNotFoundError
 
-Result = Out | Streaming
-Run = Callable[[Call, Codec], Awaitable[Result]]
+# What the codec encoded (`Out` for the JSON codecs, a protobuf message on gRPC), or Streaming.
+Result = object
+Run = Callable[[Call, OperationCodec], Awaitable[Result]]
 
 
-async def send_message(call: Call, codec: Codec) -> Result:
+async def send_message(call: Call, codec: OperationCodec) -> Result:
     request = codec.send_in(call.params)
     outcome = await call.ops.send_message(call.principal, request, version=codec.dialect)
     return codec.sent_out(outcome)
 
 
-async def send_streaming_message(call: Call, codec: Codec) -> Result:
+async def send_streaming_message(call: Call, codec: OperationCodec) -> Result:
     request = codec.send_in(call.params)
     events = await call.ops.send_streaming_message(call.principal, request, version=codec.dialect)
     return Streaming(codec.events_out(events, closes_at_interrupt=True))
 
 
-async def get_task(call: Call, codec: Codec) -> Result:
+async def get_task(call: Call, codec: OperationCodec) -> Result:
     request = codec.get_task_in(call.params)
     return codec.task_out(await call.ops.get_task(call.principal, request))
 
 
-async def list_tasks(call: Call, codec: Codec) -> Result:
+async def list_tasks(call: Call, codec: OperationCodec) -> Result:
     request = codec.list_tasks_in(call.params)
     return codec.tasks_out(await call.ops.list_tasks(call.principal, request))
 
 
-async def cancel_task(call: Call, codec: Codec) -> Result:
+async def cancel_task(call: Call, codec: OperationCodec) -> Result:
     request = codec.cancel_task_in(call.params)
     return codec.task_out(await call.ops.cancel_task(call.principal, request))
 
 
-async def subscribe_to_task(call: Call, codec: Codec) -> Result:
+async def subscribe_to_task(call: Call, codec: OperationCodec) -> Result:
     request = codec.subscribe_in(call.params)
     events = await call.ops.subscribe_to_task(call.principal, request.id)
     return Streaming(codec.events_out(events, closes_at_interrupt=False))
 
 
-async def create_push_config(call: Call, codec: Codec) -> Result:
+async def create_push_config(call: Call, codec: OperationCodec) -> Result:
     config = codec.push_config_in(call.params)
     created = await call.ops.create_push_config(
         call.principal, config, version=codec.dialect, field=codec.push_field
@@ -62,7 +65,7 @@ async def create_push_config(call: Call, codec: Codec) -> Result:
     return codec.push_config_out(created)
 
 
-async def get_push_config(call: Call, codec: Codec) -> Result:
+async def get_push_config(call: Call, codec: OperationCodec) -> Result:
     """With a lenient codec, a config id the task does not have (or none) gets the config
     named after the task, else its first (the v0.3 TCK asks for "default")."""
     lenient = codec.lenient_push_config_id
@@ -76,22 +79,22 @@ async def get_push_config(call: Call, codec: Codec) -> Result:
     return codec.push_config_out(config)
 
 
-async def list_push_configs(call: Call, codec: Codec) -> Result:
+async def list_push_configs(call: Call, codec: OperationCodec) -> Result:
     request = codec.push_config_ref_in(call.params, need_id=False)
     configs = await call.ops.list_push_configs(call.principal, request.task_id)
     return codec.push_configs_out(configs, request)
 
 
-async def delete_push_config(call: Call, codec: Codec) -> Result:
+async def delete_push_config(call: Call, codec: OperationCodec) -> Result:
     request = codec.push_config_ref_in(call.params, need_id=True)
     await call.ops.delete_push_config(call.principal, request.task_id, request.id or "")
-    return None
+    return codec.empty_out()
 
 
-async def extended_card(call: Call, codec: Codec) -> Result:
+async def extended_card(call: Call, codec: OperationCodec) -> Result:
     if codec.card_public_fallback and not call.card.provider.has_extended:
-        return call.card.public()
-    return call.card.extended(strict=codec.card_strict)
+        return codec.card_out(call.card.public(merged=codec.card_public_merged))
+    return codec.card_out(call.card.extended(strict=codec.card_strict))
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Method:
     run: Run
     v03: str | None
     streaming: bool = False
+    # Its RPC in the v0.3 gRPC service where that name is not the operation's.
+    grpc_v03: str | None = None
     # Every push operation answers PushNotificationNotSupported while push is off, whatever
     # its params (A2A §3.3.4): checked before they are decoded.
     push: bool = False
@@ -113,7 +118,13 @@ METHODS = (
     Method("GetTask", get_task, "tasks/get"),
     Method("ListTasks", list_tasks, None),
     Method("CancelTask", cancel_task, "tasks/cancel"),
-    Method("SubscribeToTask", subscribe_to_task, "tasks/resubscribe", streaming=True),
+    Method(
+        "SubscribeToTask",
+        subscribe_to_task,
+        "tasks/resubscribe",
+        streaming=True,
+        grpc_v03="TaskSubscription",
+    ),
     Method(
         "CreateTaskPushNotificationConfig",
         create_push_config,
@@ -131,6 +142,7 @@ METHODS = (
         list_push_configs,
         "tasks/pushNotificationConfig/list",
         push=True,
+        grpc_v03="ListTaskPushNotificationConfig",
     ),
     Method(
         "DeleteTaskPushNotificationConfig",
@@ -138,7 +150,12 @@ METHODS = (
         "tasks/pushNotificationConfig/delete",
         push=True,
     ),
-    Method("GetExtendedAgentCard", extended_card, "agent/getAuthenticatedExtendedCard"),
+    Method(
+        "GetExtendedAgentCard",
+        extended_card,
+        "agent/getAuthenticatedExtendedCard",
+        grpc_v03="GetAgentCard",
+    ),
 )
 BY_OPERATION = {m.operation: m for m in METHODS}
 

@@ -2,7 +2,8 @@
 on `server.grpcPort`, both calling the same `Operations` as the HTTP bindings.
 
 `protos` names the generated messages; `proto_v1` and `proto_v03` turn each version's
-messages into the v1 wire models and back, field by field; `methods` is one table per service
-version (RPC name -> decode, operation, encode); `status` renders errors as
-`google.rpc.Status`; `server` the servicer, its auth and negotiation, and its lifecycle.
+messages into the v1 wire models and back, field by field; `codecs` are the two protobuf
+codecs the one method table (core/api/methods.py) runs each RPC with; `status` renders errors
+as `google.rpc.Status`; `server` the servicer (RPC name -> row of the method table), its auth
+and negotiation, and its lifecycle.
 """

@@ -6,8 +6,9 @@ names the principal (UNAUTHENTICATED without one, when tokens are configured), `
 metadata is checked against the service's version (missing = 0.3, §3.6), required extensions
 against `a2a-extensions`; only then is the request message decoded (the handlers take the raw
 bytes, so a caller without a token learns nothing from the parser, and bytes that do not
-decode are a ParseError from the error table, INVALID_ARGUMENT, logged), and the same
-operation the JSON-RPC binding calls runs on the same engine service. Calls of unknown methods
+decode are a ParseError from the error table, INVALID_ARGUMENT, logged), and the RPC's row of
+the one method table (core/api/methods.py) runs with the service's protobuf codec
+(`codecs.py`), as the JSON bindings run it with theirs. Calls of unknown methods
 are logged too (rate-limited). Errors leave as `google.rpc.Status` (`status.py`); a streaming
 RPC that fails after its first message ends with that status.
 """
@@ -29,20 +30,23 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
+from core.api.calls import Call, Streaming
 from core.api.card import CardProvider, CardView
 from core.api.errors import as_daemon_error
 from core.api.host import Host
+from core.api.methods import METHODS, Method
 from core.api.negotiation import check_extension_values
 from core.api.operations import Operations
 from core.api.principals import Principals
 from core.api.ratelog import LogSummary
-from core.bindings.grpc.methods import V03, V1, Caller, Method
+from core.bindings.grpc import codecs
 from core.bindings.grpc.protos import V03_SERVICE, V1_SERVICE
 from core.bindings.grpc.status import rpc_status
 from core.engine.startup import ListenError, failing_as
 from core.settings import Settings
-from core.wire.errors import InternalError, ParseError
-from core.wire.versions import V0_3, V1_0, Version, parse_version, require
+from core.wire.codecs.codec import OperationCodec
+from core.wire.errors import Dialect, InternalError, ParseError
+from core.wire.versions import parse_version, require
 
 log = structlog.get_logger(__name__)
 
@@ -60,12 +64,19 @@ class _Unauthenticated(Exception):
         self.message = message
 
 
+# Each service's RPCs: the rows of the method table, by RPC name. v1.0 names its RPCs after
+# the operations; v0.3 has the operations v0.3 has (`Method.v03`), three of them renamed
+# (`Method.grpc_v03`).
+V1_RPCS = {m.operation: m for m in METHODS}
+V03_RPCS = {m.grpc_v03 or m.operation: m for m in METHODS if m.v03 is not None}
+
+
 @dataclass(frozen=True)
 class _Method:
     name: str
     descriptor: MethodDescriptor
-    handler: Method
-    version: Version
+    row: Method
+    codec: OperationCodec
     decode: Callable[[bytes], Message]
 
 
@@ -82,7 +93,7 @@ class GrpcBinding:
 
     # ----- one call ---------------------------------------------------------------------------
 
-    def _call(self, request: bytes, context: Context, method: _Method) -> tuple[Caller, Message]:
+    def _call(self, request: bytes, context: Context, method: _Method) -> Call:
         metadata = _metadata(context)
         principal = self._principals.of(_first(metadata, "authorization"))
         if principal is None:
@@ -90,12 +101,20 @@ class GrpcBinding:
             raise _Unauthenticated(
                 "A bearer token is required" if missing else "The bearer token is not valid"
             )
-        require(parse_version(_first(metadata, "a2a-version")), method.version)
+        require(parse_version(_first(metadata, "a2a-version")), method.codec.version)
         extensions = metadata.get("a2a-extensions", []) + metadata.get("x-a2a-extensions", [])
         check_extension_values(extensions, self._card.required_extensions)
         decoded = self._decoded(request, method)
         view = CardView(self._card, self._card.configured_base_url())
-        return Caller(self._ops, principal, view), decoded
+        return Call(self._ops, principal, decoded, view)
+
+    async def _run(self, request: bytes, context: Context, method: _Method) -> object:
+        call = self._call(request, context, method)
+        if method.row.push:
+            # Before the message is read into the models: push operations answer alike while
+            # push is off (A2A §3.3.4).
+            self._ops.require_push()
+        return await method.row.run(call, method.codec)
 
     def _decoded(self, request: bytes, method: _Method) -> Message:
         """The request message; ParseError when the bytes do not decode (the parser's own
@@ -112,21 +131,20 @@ class GrpcBinding:
             )
             raise ParseError(UNDECODABLE) from exc
 
-    async def _abort(self, context: Context, exc: Exception, version: Version) -> None:
+    async def _abort(self, context: Context, exc: Exception, dialect: Dialect) -> None:
         if isinstance(exc, _Unauthenticated):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, exc.message)
         error = as_daemon_error(exc, debug=self._settings.server.debug_errors)
-        code, message, trailers = rpc_status(error, "1.0" if version == V1_0 else "0.3")
+        code, message, trailers = rpc_status(error, dialect)
         await context.abort(code, message, trailing_metadata=trailers)
 
     def _unary(self, method: _Method) -> Callable[[bytes, Context], Any]:
         async def unary(request: bytes, context: Context) -> Message:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(*self._call(request, context, method))
-                    return _single(result)
+                    return _single(await self._run(request, context, method))
                 except Exception as exc:
-                    await self._abort(context, exc, method.version)
+                    await self._abort(context, exc, method.codec.dialect)
                     raise  # unreachable: abort raises
 
         return unary
@@ -135,21 +153,21 @@ class GrpcBinding:
         async def streaming(request: bytes, context: Context) -> AsyncIterator[Message]:
             with _logged(method.name, context):
                 try:
-                    result = await method.handler(*self._call(request, context, method))
+                    result = await self._run(request, context, method)
                     async for event in _events(result):
                         yield event
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a Status
-                    await self._abort(context, exc, method.version)
+                    await self._abort(context, exc, method.codec.dialect)
 
         return streaming
 
     def _service_handler(
-        self, service: ServiceDescriptor, table: Mapping[str, Method], version: Version
+        self, service: ServiceDescriptor, rows: Mapping[str, Method], codec: OperationCodec
     ) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for descriptor in service.methods:
             decode = GetMessageClass(descriptor.input_type).FromString
-            method = _Method(descriptor.name, descriptor, table[descriptor.name], version, decode)
+            method = _Method(descriptor.name, descriptor, rows[descriptor.name], codec, decode)
             # No request_deserializer: the handler gets the bytes and decodes them after auth.
             if descriptor.server_streaming:
                 handlers[descriptor.name] = grpc.unary_stream_rpc_method_handler(
@@ -177,8 +195,8 @@ class GrpcBinding:
         )
         server.add_generic_rpc_handlers(
             (
-                self._service_handler(V1_SERVICE, V1, V1_0),
-                self._service_handler(V03_SERVICE, V03, V0_3),
+                self._service_handler(V1_SERVICE, V1_RPCS, codecs.V1),
+                self._service_handler(V03_SERVICE, V03_RPCS, codecs.V03),
                 _UnknownMethods(self._logs),
             )
         )
@@ -219,16 +237,17 @@ class _UnknownMethods(grpc.GenericRpcHandler):
         self._logs.note("grpc.unknown_method", method=method)
 
 
-def _single(result: Message | AsyncIterator[Message]) -> Message:
+def _single(result: object) -> Message:
     if not isinstance(result, Message):
-        raise InternalError("a unary method answered with a stream")
+        raise InternalError("a unary method answered with a stream or no message")
     return result
 
 
-def _events(result: Message | AsyncIterator[Message]) -> AsyncIterator[Message]:
-    if isinstance(result, Message):
+def _events(result: object) -> AsyncIterator[Message]:
+    if not isinstance(result, Streaming):
         raise InternalError("a streaming method answered with one result")
-    return result
+    events: AsyncIterator[Message] = result.events
+    return events
 
 
 def _serialize(message: Message) -> bytes:

@@ -1,7 +1,7 @@
 """The v0.3 codec, in either of v0.3's JSON shapes (`v03_in.Shape`).
 
 JSON-RPC: `kind` discriminators, lowercase enums (`canceled`, `input-required`), results as
-they are. ProtoJSON (the v0.3 proto, carried by HTTP+JSON and gRPC): `content`, proto enum
+they are. ProtoJSON (the v0.3 proto's JSON, which HTTP+JSON carries): `content`, proto enum
 names (`ROLE_USER`, `TASK_STATE_CANCELLED`), file and data parts in their oneof wrappers,
 results and events wrapped in their oneof member (`{"task": ...}`), push configs named by
 resource (`tasks/{id}/pushNotificationConfigs/{configId}`). Both put `final` on status events.
@@ -61,6 +61,7 @@ class V03Codec:
     dialect: Dialect = "0.3"
     push_field = "pushNotificationConfig"
     card_strict = False
+    card_public_merged = False
 
     def __init__(self, shape: Shape) -> None:
         self.shape = shape
@@ -299,6 +300,12 @@ class V03Codec:
     ) -> Out:
         encoded_configs = [self.push_config_out(c) for c in configs]
         return {"configs": encoded_configs} if self.proto else encoded_configs
+
+    def empty_out(self) -> Out:
+        return None
+
+    def card_out(self, card: dict[str, Any]) -> Out:
+        return card
 
     def rpc_error(self, error: DaemonError) -> dict[str, Any]:
         return jsonrpc_error(error, "0.3")

@@ -23,7 +23,7 @@ DATA_COMPAT_KEY = "data_part_compat"
 
 class Shape(StrEnum):
     """The two JSON forms of v0.3: JSON-RPC (`kind` discriminators, lowercase enums, results
-    as they are) and the ProtoJSON of the v0.3 proto (HTTP+JSON and gRPC: `content`,
+    as they are) and the ProtoJSON of the v0.3 proto (HTTP+JSON: `content`,
     `TASK_STATE_CANCELLED`, results wrapped in their oneof member)."""
 
     JSONRPC = "jsonrpc"

@@ -42,6 +42,7 @@ class V1Codec:
     lenient_push_config_id = False
     card_strict = True
     card_public_fallback = False
+    card_public_merged = False
     errors_in_stream = False
     error_event: str | None = "error"
 
@@ -96,6 +97,12 @@ class V1Codec:
         self, configs: list[TaskPushNotificationConfig], request: TaskPushConfigRequest
     ) -> Out:
         return push_config_page(configs, request).dump()
+
+    def empty_out(self) -> Out:
+        return None
+
+    def card_out(self, card: dict[str, Any]) -> Out:
+        return card
 
     def rpc_error(self, error: DaemonError) -> dict[str, Any]:
         return jsonrpc_error(error, "1.0")
