@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from core.storage.sqlite import database
 from core.storage.sqlite.database import SqliteDatabase
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
@@ -93,5 +95,40 @@ async def test_a_single_call_commits_or_rolls_back(tmp_path: Path, statement: st
         with pytest.raises(RuntimeError, match="boom"):
             await db.run(then_fail)
         assert await db.run(lambda c: c.execute("SELECT count(*) FROM t").fetchone()[0]) == 0
+    finally:
+        await db.close()
+
+
+async def test_a_batch_that_fails_outside_its_calls_fails_them_and_the_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure of the batch itself (a ROLLBACK that fails, say) reaches every caller of the
+    batch, and the writer thread serves the next calls."""
+    db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
+    await db.open()
+    execute = database._execute
+
+    def broken(conn: sqlite3.Connection, batch: list[Any]) -> None:
+        monkeypatch.setattr(database, "_execute", execute)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(database, "_execute", broken)
+    outcomes: list[str] = []
+
+    async def put(key: str) -> None:
+        try:
+            await db.run(lambda c: c.execute("INSERT INTO t VALUES (?, 1)", (key,)))
+            outcomes.append("ok")
+        except sqlite3.OperationalError as exc:
+            outcomes.append(str(exc))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for key in ("a", "b"):
+                tg.start_soon(put, key)
+        assert outcomes == ["disk I/O error", "disk I/O error"]
+        await db.run(lambda c: c.execute("INSERT INTO t VALUES ('c', 1)"))
+        rows = await db.run(lambda c: c.execute("SELECT k FROM t").fetchall())
+        assert rows == [("c",)]
     finally:
         await db.close()
