@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class Limit:
     max_tokens: int | None = None
     max_turns: int | None = None
 
-    @property
+    @cached_property  # asked several times per turn; a Limit never changes
     def any(self) -> bool:
         return (self.max_cost_usd, self.max_tokens, self.max_turns) != (None, None, None)
 

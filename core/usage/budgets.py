@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import structlog
 
@@ -56,7 +57,7 @@ class BudgetConfig:
     per_principal: Limit = field(default_factory=Limit)
     window: float | None = None  # s the per-principal budget looks back; None = all time
 
-    @property
+    @cached_property  # asked several times per turn; a BudgetConfig never changes
     def any(self) -> bool:
         return self.per_turn.any or self.per_context.any or self.per_principal.any
 

@@ -82,3 +82,29 @@ async def test_a_place_handed_to_a_waiter_cancelled_at_that_moment_is_passed_on(
     with anyio.fail_after(1):
         async with gate:
             pass
+
+
+async def test_a_waiter_cancelled_just_before_a_place_frees_is_skipped() -> None:
+    gate = Gate(1)
+    order: list[str] = []
+    release = anyio.Event()
+    release.set()
+    async with anyio.create_task_group() as tg:
+        await gate.__aenter__()
+        scope = anyio.CancelScope()
+
+        async def doomed() -> None:
+            with scope:
+                await _enter(gate, "doomed", order, release)
+
+        tg.start_soon(doomed)
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(_enter, gate, "after", order, release)
+        await anyio.wait_all_tasks_blocked()
+        # `doomed` is cancelled and, in the same step, the place frees: it goes to `after`.
+        scope.cancel()
+        await gate.__aexit__(None, None, None)
+    assert order == ["after"]
+    with anyio.fail_after(1):
+        async with gate:
+            pass

@@ -8,6 +8,7 @@ NeedsInput interrupts the task; Failed ends it. `idle` bounds the wait for each 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -92,7 +93,8 @@ class _Answer:
 class _Events:
     """The backend's events, each awaited within `idle` s of the one before. One cancel scope
     serves the whole turn (`watch`): its deadline is set while an event is awaited and lifted
-    while one is applied, instead of a scope per event."""
+    while one is applied, instead of a scope per event. The deadline is on the running loop's
+    clock, read from the loop itself (anyio's `current_time` looks the backend up each time)."""
 
     def __init__(self, events: AsyncIterator[BackendEvent], idle: float) -> None:
         self._events = events
@@ -108,7 +110,7 @@ class _Events:
         `idle` s of silence)."""
         scope = self._scope
         if scope is not None and self._idle != math.inf:
-            scope.deadline = anyio.current_time() + self._idle
+            scope.deadline = asyncio.get_running_loop().time() + self._idle
         try:
             with backend_call("run_turn"):
                 return await anext(self._events)

@@ -72,8 +72,9 @@ class _Call:
     fn: Callable[[sqlite3.Connection], Any]
     # One SQL statement: SQLite undoes a failed statement by itself, so it needs no savepoint.
     one_statement: bool
-    # Done when the writer ran the call (a plain asyncio future: the cheapest thing to await).
-    done: asyncio.Future[None]
+    # Its outcome once the writer ran it (a plain asyncio future: the cheapest thing to await,
+    # and no task or cancel scope per call).
+    done: asyncio.Future[Any]
     value: Any = None
     error: BaseException | None = None
 
@@ -120,8 +121,10 @@ class SqliteDatabase:
         """Queue `fn` now and return what to await for its result (core/storage/queued.py): it runs
         on the writer thread, in a transaction shared with the calls queued at the same time
         (each in its own savepoint, unless `one_statement`: `fn` executes a single SQL
-        statement, or raises without having written). Like a thread call, it completes once
-        started: a cancellation is delivered after it."""
+        statement, or raises without having written). What it returns is a plain future: a
+        caller cancelled while it waits stops waiting, and its call still runs, in its place
+        in the writer's order (so every later call sees it); a failure nobody waits for any
+        more is logged."""
         if self._conn is None:
             raise RuntimeError(f"{self._name} is not open")
         loop = asyncio.get_running_loop()
@@ -130,20 +133,13 @@ class SqliteDatabase:
             # Handed over after this pass of the loop: calls made in the same pass join it.
             loop.call_soon(self._hand_over)
         self._queue.append(call)
-        return self._result(call)
+        return call.done
 
     def _hand_over(self) -> None:
         if not self._queue:
             return  # handed over already, by `close`
         batch, self._queue = self._queue, []
         self._inbox.put((batch, asyncio.get_running_loop()))
-
-    async def _result(self, call: _Call) -> Any:
-        with anyio.CancelScope(shield=True):
-            await call.done
-        if call.error is not None:
-            raise call.error
-        return call.value
 
     def _write(self, conn: sqlite3.Connection) -> None:
         """The writer thread: run what is handed over, each time everything handed over so
@@ -216,10 +212,15 @@ class SqliteDatabase:
 
 def _finish(calls: list[_Call]) -> None:
     for call in calls:
-        # Cancelled when its task was cancelled from outside anyio (aiohttp does so to the
-        # handler of a request whose client went away): nobody waits for it any more.
-        if not call.done.done():
-            call.done.set_result(None)
+        done = call.done
+        if done.cancelled():
+            # Its caller was cancelled while waiting: nobody hears of the outcome but the log.
+            if call.error is not None:
+                log.warning("store.call_failed_unheard", error=repr(call.error))
+        elif call.error is not None:
+            done.set_exception(call.error)
+        else:
+            done.set_result(call.value)
 
 
 def check_ours(path: Path, schema: str) -> None:
