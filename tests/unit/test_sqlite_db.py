@@ -3,12 +3,16 @@ never makes a call fail."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
+from structlog.testing import capture_logs
 
 from core.storage.sqlite import database
 from core.storage.sqlite.database import SqliteDatabase
@@ -131,4 +135,78 @@ async def test_a_batch_that_fails_outside_its_calls_fails_them_and_the_writer_go
         rows = await db.run(lambda c: c.execute("SELECT k FROM t").fetchall())
         assert rows == [("c",)]
     finally:
+        await db.close()
+
+
+async def test_a_caller_cancelled_through_anyio_waits_until_its_call_ran(tmp_path: Path) -> None:
+    """Like a thread call, a store call completes once started: the caller's cancellation is
+    delivered after it."""
+    db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
+    await db.open()
+    started, go_on = threading.Event(), threading.Event()
+    seen_on_return: list[object] = []
+
+    def slow_insert(conn: sqlite3.Connection) -> None:
+        started.set()
+        go_on.wait(5)
+        conn.execute("INSERT INTO t VALUES ('a', 1)")
+
+    scope = anyio.CancelScope()
+
+    async def insert() -> None:
+        with scope:
+            try:
+                await db.run(slow_insert)
+            finally:
+                seen_on_return.append(go_on.is_set())
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(insert)
+            assert await anyio.to_thread.run_sync(started.wait, 5)
+            scope.cancel()
+            await anyio.sleep(0.05)
+            assert seen_on_return == []  # still waiting for its call
+            go_on.set()
+        assert seen_on_return == [True]
+        assert await db.run(lambda c: c.execute("SELECT k FROM t").fetchall()) == [("a",)]
+    finally:
+        go_on.set()
+        await db.close()
+
+
+async def test_a_caller_cancelled_outside_anyio_stops_waiting_and_its_failure_is_logged(
+    tmp_path: Path,
+) -> None:
+    """aiohttp cancels the handler of a request whose client went away as a plain asyncio
+    task: the caller stops waiting, its call still runs in its place, and its failure, which
+    nobody hears any more, is logged."""
+    db = SqliteDatabase(tmp_path / "db.sqlite3", SCHEMA)
+    await db.open()
+    started, go_on = threading.Event(), threading.Event()
+
+    def slow_failing(conn: sqlite3.Connection) -> None:
+        started.set()
+        go_on.wait(5)
+        conn.execute("INSERT INTO t VALUES ('a', 1)")
+        raise RuntimeError("refused")
+
+    async def call() -> None:
+        await db.run(slow_failing)
+
+    try:
+        with capture_logs() as logs:
+            handler = asyncio.ensure_future(call())
+            assert await anyio.to_thread.run_sync(started.wait, 5)
+            handler.cancel()
+            await asyncio.wait([handler])
+            assert handler.cancelled()
+            assert not go_on.is_set()  # it returned while its call was still running
+            go_on.set()
+            rows = await db.run(lambda c: c.execute("SELECT k FROM t").fetchall())
+        assert rows == []  # the failed call undid its own insert
+        unheard = [e for e in logs if e["event"] == "store.call_failed_unheard"]
+        assert [e["error"] for e in unheard] == ["RuntimeError('refused')"]
+    finally:
+        go_on.set()
         await db.close()

@@ -72,8 +72,7 @@ class _Call:
     fn: Callable[[sqlite3.Connection], Any]
     # One SQL statement: SQLite undoes a failed statement by itself, so it needs no savepoint.
     one_statement: bool
-    # Its outcome once the writer ran it (a plain asyncio future: the cheapest thing to await,
-    # and no task or cancel scope per call).
+    # Its outcome once the writer ran it (a plain asyncio future: the cheapest thing to await).
     done: asyncio.Future[Any]
     value: Any = None
     error: BaseException | None = None
@@ -121,10 +120,8 @@ class SqliteDatabase:
         """Queue `fn` now and return what to await for its result (core/storage/queued.py): it runs
         on the writer thread, in a transaction shared with the calls queued at the same time
         (each in its own savepoint, unless `one_statement`: `fn` executes a single SQL
-        statement, or raises without having written). What it returns is a plain future: a
-        caller cancelled while it waits stops waiting, and its call still runs, in its place
-        in the writer's order (so every later call sees it); a failure nobody waits for any
-        more is logged."""
+        statement, or raises without having written). Like a thread call, it completes once
+        started: an anyio cancellation is delivered after it (`_outcome`)."""
         if self._conn is None:
             raise RuntimeError(f"{self._name} is not open")
         loop = asyncio.get_running_loop()
@@ -133,7 +130,7 @@ class SqliteDatabase:
             # Handed over after this pass of the loop: calls made in the same pass join it.
             loop.call_soon(self._hand_over)
         self._queue.append(call)
-        return call.done
+        return _outcome(call.done)
 
     def _hand_over(self) -> None:
         if not self._queue:
@@ -210,11 +207,23 @@ class SqliteDatabase:
         await anyio.to_thread.run_sync(writer.join)
 
 
+async def _outcome(done: asyncio.Future[T]) -> T:
+    """The call's outcome once the writer ran it, waited for under a shield (like a thread
+    call, it completes once started: a cancellation is delivered after it). An outcome that is
+    there already needs no shield: there is no wait to interrupt."""
+    if not done.done():
+        with anyio.CancelScope(shield=True):
+            await done
+    return done.result()
+
+
 def _finish(calls: list[_Call]) -> None:
     for call in calls:
         done = call.done
         if done.cancelled():
-            # Its caller was cancelled while waiting: nobody hears of the outcome but the log.
+            # Cancelled when its task was cancelled from outside anyio (aiohttp does so to the
+            # handler of a request whose client went away): nobody waits for it any more, and
+            # only the log hears of its failure.
             if call.error is not None:
                 log.warning("store.call_failed_unheard", error=repr(call.error))
         elif call.error is not None:
