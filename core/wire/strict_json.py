@@ -62,7 +62,9 @@ def loads(raw: bytes) -> Any:
         text = raw.decode("utf-8-sig")  # a leading BOM may be ignored (RFC 8259 §8.1)
     except UnicodeDecodeError as exc:
         raise ParseError(f"Invalid JSON payload: not UTF-8 (byte {exc.start} is invalid)") from exc
-    if nesting_depth(raw) > MAX_DEPTH:
+    # A body is at most as deep as it has opening brackets; counting them is far cheaper than
+    # the scan, and most bodies have far fewer than MAX_DEPTH.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
         raise ParseError(f"Invalid JSON payload: nested deeper than {MAX_DEPTH} levels")
     try:
         value = _DECODER.decode(text)
