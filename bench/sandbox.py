@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.agent_common import DaemonApp, row
+from bench.agents.common import DaemonApp, row
 from core.backend.sandbox import Jail, find_bwrap
 from core.settings import Settings, load
 from harness.mock_models.anthropic import AnthropicMock

@@ -99,11 +99,11 @@ def measure(name: str, target: Target, workdir: Path, rounds: int) -> dict[str, 
 
 
 def load_targets() -> None:
-    """Register the `target()` of every `bench/agent_<name>.py` that has one."""
+    """Register the `target()` of every `bench/agents/<name>.py` that has one."""
     for name in BACKENDS:
-        if name in TARGETS or importlib.util.find_spec(f"bench.agent_{name}") is None:
+        if name in TARGETS or importlib.util.find_spec(f"bench.agents.{name}") is None:
             continue
-        factory = getattr(importlib.import_module(f"bench.agent_{name}"), "target", None)
+        factory = getattr(importlib.import_module(f"bench.agents.{name}"), "target", None)
         if factory is not None:
             TARGETS[name] = factory()
 

@@ -6,7 +6,7 @@ with its own server and private state dirs; their turns are interleaved (one of 
 so a busy machine slows them alike. The difference is the daemon's own overhead (A2A request,
 task engine, SQLite, event routing). A benchmark, not a test.
 
-    .venv/bin/python -m bench.agent_opencode [--rounds 10]
+    .venv/bin/python -m bench.agents.opencode [--rounds 10]
 
 "cold first turn": the first turn after start (the backend boots OpenCode's instance for the
 directory during start; the direct path pays that in its first turn). "first turn": a new

@@ -5,7 +5,7 @@ Both paths run the same codex binary (openai-codex-cli-bin) against the same moc
 the daemon's own overhead (HTTP, JSON-RPC, task store, sessions, event mapping). A benchmark,
 not a test: nothing here asserts timings.
 
-    .venv/bin/python -m bench.agent_codex [--rounds 10]
+    .venv/bin/python -m bench.agents.codex [--rounds 10]
 
 Measured per round, each in a new context / thread:
   first      a new conversation: thread/start + one turn (the app-server is already running)

@@ -7,7 +7,7 @@ paths take turns conversation by conversation. The daemon path is the real app o
 (port 0) driven over HTTP with blocking SendMessage; the SDK path is `create_session` +
 `send_and_wait`. A benchmark, not a test: nothing asserts timings.
 
-    .venv/bin/python -m bench.agent_copilot [--conversations 10] [--cli PATH]
+    .venv/bin/python -m bench.agents.copilot [--conversations 10] [--cli PATH]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from core.daemon import create_app
 from core.settings import load
 from harness.mock_models.openai_chat import MODEL, OpenAIChatMock
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 BUNDLED_CLI = REPO / ".tools/node_modules/@github/copilot-linux-x64/copilot"
 V1 = {"A2A-Version": "1.0"}
 

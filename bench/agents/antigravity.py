@@ -7,7 +7,7 @@ paths take turns conversation by conversation. The daemon path is the real app o
 (port 0) driven over HTTP with blocking SendMessage; the SDK path is `async with Agent(...)` +
 `chat()`. A benchmark, not a test: nothing asserts timings.
 
-    .venv/bin/python -m bench.agent_antigravity [--conversations 10]
+    .venv/bin/python -m bench.agents.antigravity [--conversations 10]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from google.antigravity import Agent, LocalOpenAIAgentConfig, types
 from google.antigravity.hooks import policy
 
-from bench.agent_common import DaemonApp, row, serve_chat_mock
+from bench.agents.common import DaemonApp, row, serve_chat_mock
 from core import logs
 from core.settings import load
 from harness.mock_models.openai_chat import MODEL, OpenAIChatMock

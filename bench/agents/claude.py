@@ -14,7 +14,7 @@ The difference is the daemon's overhead, blurred by the CLI's own variation; the
 time per turn is also measured directly: the HTTP round trip minus the time spent inside the
 backend's `run_turn`. A benchmark, not a test: nothing asserts timings.
 
-    .venv/bin/python -m bench.agent_claude --contexts 5 --follow-ups 4
+    .venv/bin/python -m bench.agents.claude --contexts 5 --follow-ups 4
 """
 
 from __future__ import annotations
