@@ -57,7 +57,13 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_the_next_one_enters() -> 
         pass
 
 
-async def test_a_place_handed_to_a_waiter_cancelled_at_that_moment_is_passed_on() -> None:
+@pytest.mark.parametrize("cancel_first", [False, True])
+async def test_a_waiter_cancelled_as_a_place_frees_does_not_lose_the_place(
+    cancel_first: bool,
+) -> None:
+    """The place goes to a waiter whose wait is cancelled in the same step (`cancel_first`:
+    just before it frees, so the gate skips that waiter; else just after, so the waiter passes
+    it on): either way the next waiter gets in and no place is lost."""
     gate = Gate(1)
     order: list[str] = []
     release = anyio.Event()
@@ -74,37 +80,16 @@ async def test_a_place_handed_to_a_waiter_cancelled_at_that_moment_is_passed_on(
         await anyio.wait_all_tasks_blocked()
         tg.start_soon(_enter, gate, "after", order, release)
         await anyio.wait_all_tasks_blocked()
-        # The place goes to `doomed` and, in the same step, its wait is cancelled.
+        if cancel_first:
+            scope.cancel()
         await gate.__aexit__(None, None, None)
-        scope.cancel()
-    # Whether `doomed` got in before its cancellation landed or not, the place is not lost.
-    assert order[-1] == "after"
-    with anyio.fail_after(1):
-        async with gate:
-            pass
-
-
-async def test_a_waiter_cancelled_just_before_a_place_frees_is_skipped() -> None:
-    gate = Gate(1)
-    order: list[str] = []
-    release = anyio.Event()
-    release.set()
-    async with anyio.create_task_group() as tg:
-        await gate.__aenter__()
-        scope = anyio.CancelScope()
-
-        async def doomed() -> None:
-            with scope:
-                await _enter(gate, "doomed", order, release)
-
-        tg.start_soon(doomed)
-        await anyio.wait_all_tasks_blocked()
-        tg.start_soon(_enter, gate, "after", order, release)
-        await anyio.wait_all_tasks_blocked()
-        # `doomed` is cancelled and, in the same step, the place frees: it goes to `after`.
-        scope.cancel()
-        await gate.__aexit__(None, None, None)
-    assert order == ["after"]
+        if not cancel_first:
+            scope.cancel()
+    if cancel_first:
+        assert order == ["after"]
+    else:
+        # Whether `doomed` got in before its cancellation landed or not.
+        assert order[-1] == "after"
     with anyio.fail_after(1):
         async with gate:
             pass
