@@ -29,6 +29,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bench.load import HEADERS, body
 from bench.proc import REPO
 from bench.protocol import instant_config
 
@@ -39,29 +40,19 @@ async def _send(url: str, requests: int, concurrency: int) -> None:
     """`requests` SendMessage calls over `concurrency` keep-alive clients; each must succeed."""
     numbers = itertools.count()
     left = requests
-    prefix = os.urandom(6).hex()  # every message of every run its own id
 
     async def client(http: aiohttp.ClientSession) -> None:
         nonlocal left
         while left > 0:
             left -= 1
-            n = next(numbers)
-            parts = [{"text": "hello"}]
-            message = {"messageId": f"{prefix}-{n}", "role": "ROLE_USER", "parts": parts}
-            body = {
-                "jsonrpc": "2.0",
-                "id": n,
-                "method": "SendMessage",
-                "params": {"message": message},
-            }
-            async with http.post(f"{url}/a2a/jsonrpc", json=body) as reply:
+            data = body("SendMessage", "hello", next(numbers))
+            async with http.post(f"{url}/a2a/jsonrpc", data=data) as reply:
                 answer = await reply.json()
                 if reply.status != 200 or "result" not in answer:
                     raise RuntimeError(f"SendMessage failed: {reply.status} {answer}")
 
     connector = aiohttp.TCPConnector(limit=concurrency)
-    headers = {"A2A-Version": "1.0"}
-    async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
+    async with aiohttp.ClientSession(connector=connector, headers=HEADERS) as http:
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
 
 

@@ -78,8 +78,8 @@ class _Call:
     error: BaseException | None = None
 
 
-# What the writer thread is handed: a batch and the event loop to wake when it is done, or
-# a function to run outside any transaction (opening and closing the connection).
+# What the writer thread is handed: a batch and the event loop to wake when it is done (None:
+# close the connection and stop).
 _Batch = tuple[list[_Call], asyncio.AbstractEventLoop]
 
 
