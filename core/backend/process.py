@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 import anyio
+import anyio.lowlevel
 import structlog
 from anyio.abc import Process
 
@@ -187,8 +188,10 @@ def _signal_group(process: Process, sig: signal.Signals) -> None:
 
 
 async def stop(process: Process, *, grace: float = 5.0) -> int:
-    """SIGTERM the process group, wait up to `grace` s, then SIGKILL it; always reaps.
-    Safe to call on a process that already exited. Returns the exit code."""
+    """SIGTERM the process group, wait up to `grace` s, then SIGKILL it; always reaps, then
+    closes the daemon's ends of its pipes (what it wrote that nobody has read is dropped; a
+    reader of its output gets ClosedResourceError). Safe to call on a process that already
+    exited, and again. Returns the exit code."""
     code = -1
     with anyio.CancelScope(shield=True):
         if process.returncode is None:
@@ -201,4 +204,9 @@ async def stop(process: Process, *, grace: float = 5.0) -> int:
         # The leader is gone; make sure nothing it started lingers in its group.
         _signal_group(process, signal.SIGKILL)
         await untrack(process.pid)
+        # A process that left the group (a session of its own) may hold the other ends: they
+        # would never reach end of file, and ours would stay open for the daemon's life.
+        await process.aclose()
+        # The event loop closes a pipe's descriptor in its next pass: let that pass happen.
+        await anyio.lowlevel.checkpoint()
     return code

@@ -35,10 +35,9 @@ from anyio.abc import Process, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from core.backend.process import spawn
+from core.backend.process import spawn, stop
 from wrappers.codex.approvals import ASKED_METHODS
 from wrappers.codex.options import Launch
-from wrappers.codex.process import stop_agent_process
 
 log = structlog.get_logger(__name__)
 
@@ -285,7 +284,7 @@ class AppServer:
         with anyio.move_on_after(5):
             code = await self._process.wait()
         if code is None:
-            code = await stop_agent_process(self._process, grace=0)
+            code = await stop(self._process, grace=0)
         tail = self.stderr_tail().strip().splitlines()
         detail = f"; last output: {tail[-1][:300]}" if tail else ""
         self.exit_reason = f"codex app-server exited with code {code} ({reason}){detail}"
@@ -423,7 +422,7 @@ class AppServer:
 
     async def aclose(self) -> None:
         """Stop the process and its group; returns once it is reaped."""
-        await stop_agent_process(self._process)
+        await stop(self._process)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await self._exited.wait()
 

@@ -1,22 +1,12 @@
-"""Processes of the Codex backend: the app-server (spawned and stopped with the core's routine,
-`core.backend.process`) and the tool commands Codex runs for a thread."""
+"""Processes of the Codex backend: the app-server is spawned and stopped with the core's
+routine (`core.backend.process`); here, the tool commands Codex runs for a thread."""
 
 from __future__ import annotations
 
 import anyio
-from anyio.abc import Process
 
 from core.backend import procfs
-from core.backend.process import stop, wait_exited
-
-
-async def stop_agent_process(process: Process, *, grace: float = 5.0) -> int:
-    """Stop the app-server with the core's routine (SIGTERM its group, wait `grace`, SIGKILL,
-    reap), then release its pipes. Returns its exit code."""
-    code = await stop(process, grace=grace)
-    with anyio.CancelScope(shield=True):
-        await process.aclose()
-    return code
+from core.backend.process import wait_exited
 
 
 def thread_commands(thread_id: str) -> list[procfs.ProcessInfo]:

@@ -253,6 +253,8 @@ class OpencodeServer:
                     if line.strip():
                         tail.append(line.strip())
                         log.debug("opencode.output", stream=name, line=line.strip()[:500])
+        except anyio.ClosedResourceError:
+            pass  # stopped: `stop` closed the pipe
         finally:
             done.set()
 

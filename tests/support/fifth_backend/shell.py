@@ -4,6 +4,7 @@ guard), and stopped with its whole group when the turn stops."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -67,5 +68,6 @@ class Shell:
 
 
 async def _drain(pipe: ByteReceiveStream, into: list[bytes]) -> None:
-    async for data in pipe:
-        into.append(data)
+    with contextlib.suppress(anyio.ClosedResourceError):  # `stop_all` closed the pipe
+        async for data in pipe:
+            into.append(data)
