@@ -15,7 +15,8 @@ notifications to whoever listens to a thread. Lifecycle:
 - `turn_completed(turn_id)` waits for a turn's `turn/completed`, whoever reads the thread;
 - the reader answers every other request of the server (approvals nobody listens for,
   questions, elicitations) with a refusal: a daemon has no one to ask;
-- `aclose()` stops the process (close stdin, then terminate and kill its group).
+- `aclose()` stops the process (close stdin, then terminate and kill its group, then close its
+  pipes).
 """
 
 from __future__ import annotations
